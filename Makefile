@@ -1,0 +1,37 @@
+# Two entry points for a new user (see README.md):
+#   make reproduce   set up .venv and run the reproduction (CONFIG=config/quick.yaml for the miniature,
+#                    MIRROR=/path/to/data to read the datasets from a local mirror, CORES=N)
+#   make test        set up .venv and run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+CONFIG ?= config/config.yaml
+CORES ?= all
+MIRROR ?=
+PYTEST_ARGS ?=
+
+STAMP := $(VENV)/.installed
+
+.PHONY: venv reproduce quick test report clean-venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e ".[workflow,test]"
+	touch $@
+
+venv: $(STAMP)
+
+reproduce: $(STAMP)
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) $(if $(MIRROR),--config mirror=$(abspath $(MIRROR)))
+
+quick:
+	$(MAKE) reproduce CONFIG=config/quick.yaml
+
+report: $(STAMP)
+	$(VENV)/bin/snakemake --configfile $(CONFIG) --report report.zip
+
+test: $(STAMP)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,516 @@
+"""Optimality certificates (duality gaps) for the exact-hinge problems.
+
+The two problems of the paper (spec section 1), with X = [W; b^T] of shape
+(M+1, K), scores S = Phi W + 1 b^T and (T X)[l, k] = S[l, k] - S[l, z_l]:
+
+* hinge-reg:  P(X) = g(W) + lambda * sum_l h_l((T X)_l)
+* hinge-con:  P(X) = g(W)  subject to  sum_l h_l((T X)_l) <= eta
+
+with h_l(v) = max_k (v_k + r_lk).
+
+Dual of hinge-reg (the paper's Remark)::
+
+    maximise_Y  sum_l <r_l, Y_l> - g*(-T^T Y)   over  Y_l in S_lambda
+
+Only the off-class entries a[l, k] = Y[l, k] (k != z_l) matter: a >= 0 with
+row sums at most lambda (Y[l, z_l] takes the slack), and
+<r_l, Y_l> = sum_k a[l, k]. The bias rows of T^T Y must vanish (the biases
+are free): for every class c, the weight that samples of other classes put
+on c equals the total weight of the samples of class c. Seen as flows
+between classes, ``F[c, k] = sum_{l: z_l = c} a[l, k]`` must be a
+*circulation*. For a norm g, g* is the indicator of the dual-norm unit ball.
+
+Dual of hinge-con (Lagrangian with multiplier nu >= 0 of the constraint)::
+
+    maximise_{nu, Y}  sum_l <r_l, Y_l> - nu * eta - g*(-T^T Y),  Y_l in S_nu
+
+A dual iterate of a primal-dual method is turned into a *feasible* dual
+point by (1) clipping a to >= 0, (2) removing the non-circulating part of
+the class-to-class flow (flow decomposition: paths from excess to deficit
+classes), (3) scaling by the largest factor that keeps the dual-norm and
+simplex constraints (for g = l2 the optimal scale of the quadratic). The
+dual value is then a lower bound on the optimum (weak duality), whatever
+the iterate. For hinge-con the primal iterate is made feasible by scaling
+X by the smallest theta >= 0 with sum_l h_l(theta (T X)_l) <= eta (the
+loss along the ray is convex and piecewise linear; solved exactly); the
+primal value theta^p g(W) (p = 1 for norms, 2 for l2) is then an upper
+bound on the optimum. Hence ``gap = P - D >= P(X) - P*`` and
+``rel_gap = gap / D >= (P(X) - P*) / P*`` whenever D > 0: both are
+certified bounds on the suboptimality of the returned primal point.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "GroupGeometry",
+    "GapResult",
+    "hinge_reg_gap",
+    "hinge_con_gap",
+    "feasible_scaling",
+    "circulation_part",
+]
+
+
+class GroupGeometry:
+    """Value, dual norm and prox (with per-group steps) of the regulariser.
+
+    The weights W (M, K) are viewed as an array A of shape (n1, gsize, n2)
+    whose axis 1 holds one group:
+
+    * ``l1`` : groups of one entry, A = W.reshape(M, 1, K);
+    * ``l2`` : g(W) = ||W||_F^2 / 2 (not a norm), A = W.reshape(M, 1, K);
+    * ``l12`` / ``l1inf`` with int groups s: within-class blocks of s
+      consecutive features (the last may be shorter; W is zero-padded to
+      a multiple of s, padding stays zero), A = Wpad.reshape(nb, s, K);
+    * ``l12`` / ``l1inf`` with groups="features": a group is one row of W
+      (the K weights of one feature), A = W.reshape(M, K, 1).
+
+    Parameters
+    ----------
+    name : {"l1", "l2", "l12", "l1inf"}
+    groups : None, int or "features"
+    n_features : int
+        M.
+    n_classes : int
+        K.
+    """
+
+    def __init__(self, name, groups, n_features, n_classes):
+        if name not in ("l1", "l2", "l12", "l1inf"):
+            raise ValueError(f"unknown penalty {name!r}; expected l1, l2, l12 or l1inf")
+        M, K = int(n_features), int(n_classes)
+        if M < 1 or K < 2:
+            raise ValueError(f"need n_features >= 1 and n_classes >= 2, got {M}, {K}")
+        self.name, self.groups, self.M, self.K = name, groups, M, K
+        if name in ("l1", "l2"):
+            if groups is not None:
+                raise ValueError(f"penalty {name!r} takes groups=None, got {groups!r}")
+            self.layout, self.shape = "entry", (M, 1, K)
+        elif groups == "features":
+            self.layout, self.shape = "features", (M, K, 1)
+        elif isinstance(groups, (int, np.integer)) and not isinstance(groups, bool):
+            s = int(groups)
+            if s <= 0 or s > M:
+                raise ValueError(f"group size must be in 1..{M} (n_features), got {s}")
+            nb = -(-M // s)
+            self.layout, self.shape, self.gsize, self.nb = "blocks", (nb, s, K), s, nb
+        else:
+            raise ValueError(f"penalty {name!r} needs groups = int or 'features', got {groups!r}")
+
+    # -- layout -----------------------------------------------------------
+    def to_groups(self, W):
+        """(M, K) -> view/copy of shape ``self.shape`` (axis 1 = one group)."""
+        if self.layout == "blocks":
+            pad = self.nb * self.gsize - self.M
+            if pad:
+                W = np.vstack([W, np.zeros((pad, self.K), dtype=W.dtype)])
+            return W.reshape(self.shape)
+        return W.reshape(self.shape)
+
+    def from_groups(self, A):
+        """Inverse of :meth:`to_groups`: returns (M, K)."""
+        return A.reshape(-1, self.K)[: self.M]
+
+    # -- value and dual norm ---------------------------------------------
+    def value(self, W):
+        """g(W) for W of shape (M, K)."""
+        if self.name == "l2":
+            return 0.5 * float(np.vdot(W, W))
+        if self.name == "l1":
+            return float(np.abs(W).sum())
+        A = self.to_groups(W)
+        if self.name == "l12":
+            return float(np.sqrt((A * A).sum(axis=1)).sum())
+        return float(np.abs(A).max(axis=1).sum())
+
+    def group_dual_norms(self, V):
+        """Dual norm of each group of V (M, K), shape (n1, n2).
+
+        l1 -> |v|, l12 -> ||v||_2, l1inf -> ||v||_1 (not defined for l2).
+        """
+        if self.name == "l2":
+            raise ValueError("l2 is not a norm: no dual norm")
+        A = self.to_groups(V)
+        if self.name == "l1":
+            return np.abs(A[:, 0, :])
+        if self.name == "l12":
+            return np.sqrt((A * A).sum(axis=1))
+        return np.abs(A).sum(axis=1)
+
+    def dual_norm(self, V):
+        """max over groups of :meth:`group_dual_norms` (float)."""
+        if self.name == "l1":
+            return float(np.abs(V).max()) if V.size else 0.0
+        return float(self.group_dual_norms(V).max())
+
+    # -- prox ---------------------------------------------------------------
+    def step_shape(self):
+        """Shape that a per-group step array must broadcast to: (n1, 1, n2)."""
+        return (self.shape[0], 1, self.shape[2])
+
+    def prox(self, W, step):
+        """prox of step*g at W (M, K); step: scalar or array of :meth:`step_shape`."""
+        if self.name == "l2":
+            A = self.to_groups(W)
+            return self.from_groups(A / (1.0 + step))
+        if self.name == "l1":
+            A = self.to_groups(W)
+            return self.from_groups(np.sign(A) * np.maximum(np.abs(A) - step, 0.0))
+        A = self.to_groups(W)
+        if self.name == "l12":
+            nrm = np.sqrt((A * A).sum(axis=1, keepdims=True))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fac = np.where(nrm > step, 1.0 - step / np.where(nrm > 0, nrm, 1.0), 0.0)
+            return self.from_groups(A * fac)
+        return self.from_groups(A - project_l1_ball_axis1(A, step))
+
+
+def project_l1_ball_axis1(A, radius):
+    """Project each vector along axis 1 of A (n1, s, n2) onto the l1 ball.
+
+    Parameters
+    ----------
+    A : ndarray (n1, s, n2)
+    radius : float or ndarray broadcastable to (n1, 1, n2), > 0
+
+    Returns
+    -------
+    ndarray (n1, s, n2)
+    """
+    s = A.shape[1]
+    absA = np.abs(A)
+    inside = absA.sum(axis=1, keepdims=True) <= radius
+    if s == 1:
+        return np.sign(A) * np.minimum(absA, radius)
+    U = -np.sort(-absA, axis=1)
+    css = np.cumsum(U, axis=1) - radius
+    j = np.arange(1, s + 1, dtype=float).reshape(1, s, 1)
+    rho = np.maximum((U * j > css).sum(axis=1, keepdims=True), 1)
+    theta = np.take_along_axis(css, rho - 1, axis=1) / rho
+    P = np.sign(A) * np.maximum(absA - theta, 0.0)
+    return np.where(inside, A, P)
+
+
+# ---------------------------------------------------------------------------
+# operator helpers (Phi dense (L, M) or CSR)
+def scores(Phi, W, b):
+    """S = Phi W + 1 b^T, shape (L, K)."""
+    return np.asarray(Phi @ W) + b[None, :]
+
+
+def apply_T(Phi, y, W, b):
+    """(T X)[l, k] = S[l, k] - S[l, z_l], shape (L, K)."""
+    S = scores(Phi, W, b)
+    return S - S[np.arange(S.shape[0]), y][:, None]
+
+
+def apply_T_adjoint(Phi, y, Y):
+    """T^T Y = (Phi^T G, 1^T G) with G = Y, G[l, z_l] -= sum_k Y[l, k].
+
+    Returns (V (M, K), beta (K,)).
+    """
+    G = np.array(Y, dtype=float, copy=True)
+    G[np.arange(G.shape[0]), y] -= Y.sum(axis=1)
+    return np.asarray(Phi.T @ G), G.sum(axis=0)
+
+
+def hinge_losses(TX, R):
+    """h_l((T X)_l) = max_k (TX + R)[l, k], shape (L,)."""
+    return (TX + R).max(axis=1)
+
+
+def offset(y, n_classes):
+    """r (L, K): 1 off the true class, 0 on it."""
+    R = np.ones((len(y), n_classes))
+    R[np.arange(len(y)), y] = 0.0
+    return R
+
+
+# ---------------------------------------------------------------------------
+def circulation_part(C, tol=1e-15):
+    """Largest-part circulation F <= C of a class-to-class flow C (K, K).
+
+    Removes, by flow decomposition, flow along paths from classes whose
+    outflow exceeds their inflow to classes in deficit, until every class
+    is balanced. What is removed is at most (K-1) times the total
+    imbalance, so F -> C as C approaches a circulation.
+
+    Parameters
+    ----------
+    C : ndarray (K, K), C >= 0 (diagonal ignored)
+
+    Returns
+    -------
+    F : ndarray (K, K) with 0 <= F <= C, F.sum(1) == F.sum(0) (to rounding)
+    """
+    F = np.array(C, dtype=float, copy=True)
+    np.fill_diagonal(F, 0.0)
+    K = F.shape[0]
+    total = F.sum()
+    if total <= 0:
+        return F
+    thr = tol * total
+    for _ in range(4 * K * K + 8):
+        e = F.sum(axis=1) - F.sum(axis=0)
+        s = int(np.argmax(e))
+        if e[s] <= thr:
+            break
+        # breadth-first search along positive edges for a class in deficit
+        prev = -np.ones(K, dtype=int)
+        prev[s] = s
+        queue, t = [s], -1
+        while queue and t < 0:
+            u = queue.pop(0)
+            for v in np.flatnonzero(F[u] > 0):
+                if prev[v] < 0:
+                    prev[v] = u
+                    if e[v] < 0:
+                        t = v
+                        break
+                    queue.append(v)
+        if t < 0:  # rounding: nothing reachable in deficit; drop the excess
+            F[s] *= max(0.0, 1.0 - e[s] / max(F[s].sum(), 1e-300))
+            continue
+        path, v = [], t
+        while v != s:
+            path.append((prev[v], v))
+            v = prev[v]
+        delta = min(e[s], -e[t], min(F[u, v] for u, v in path))
+        for u, v in path:
+            F[u, v] = max(F[u, v] - delta, 0.0)
+    return F
+
+
+def _balanced_offclass(Y, y, K, cap=None):
+    """Off-class part a >= 0 of Y (row sums <= cap), with circulating flow.
+
+    Returns a (L, K) with a[l, z_l] = 0.
+    """
+    L = Y.shape[0]
+    ar = np.arange(L)
+    a = np.maximum(np.asarray(Y, dtype=float), 0.0)
+    a[ar, y] = 0.0
+    if cap is not None:
+        rs = a.sum(axis=1)
+        over = rs > cap
+        if np.any(over):
+            a[over] *= (cap / rs[over])[:, None]
+    # class-to-class flow
+    E = np.zeros((L, K))
+    E[ar, y] = 1.0
+    C = E.T @ a  # C[c, k] = sum_{l: z_l = c} a[l, k]
+    F = circulation_part(C)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(C > 0, F / np.where(C > 0, C, 1.0), 0.0)
+    return a * ratio[y]
+
+
+def _dual_G(a, y):
+    """G with a's off-class entries and G[l, z_l] = -sum_k a[l, k]."""
+    G = a.copy()
+    G[np.arange(a.shape[0]), y] = -a.sum(axis=1)
+    return G
+
+
+@dataclass
+class GapResult:
+    """Primal and dual bounds at an iterate.
+
+    Attributes
+    ----------
+    primal : float
+        Objective of the certified primal point (for hinge-con the scaled,
+        feasible point theta * X; inf when no feasible scaling exists).
+    dual : float
+        Dual value of the repaired (feasible) dual point; <= optimum.
+    gap : float
+        primal - dual (>= 0 up to rounding).
+    rel_gap : float
+        gap / dual (inf when dual <= 0 < gap); bounds (P - P*) / P*.
+    theta : float
+        Primal scaling used (1 for hinge-reg).
+    violation : float
+        max(0, loss(X) - eta) of the unscaled X (0 for hinge-reg).
+    loss : float
+        sum of hinge losses at the unscaled X.
+    """
+
+    primal: float
+    dual: float
+    gap: float
+    rel_gap: float
+    theta: float = 1.0
+    violation: float = 0.0
+    loss: float = 0.0
+
+
+def _rel(gap, dual):
+    if dual > 0:
+        return max(gap, 0.0) / dual
+    return 0.0 if gap <= 0 else np.inf
+
+
+def _check(Phi, y, n_classes, X, Y):
+    if not (isinstance(Phi, np.ndarray) or sp.issparse(Phi)) or Phi.ndim != 2:
+        raise ValueError("Phi must be a 2-D ndarray or scipy sparse matrix")
+    L, M = Phi.shape
+    y = np.asarray(y)
+    if y.shape != (L,) or y.min() < 0 or y.max() >= n_classes:
+        raise ValueError(f"y_idx must have shape ({L},) with values in 0..{n_classes - 1}")
+    X = np.asarray(X, dtype=float)
+    if X.shape != (M + 1, n_classes):
+        raise ValueError(f"X must have shape ({M + 1}, {n_classes}), got {X.shape}")
+    Y = np.asarray(Y, dtype=float)
+    if Y.shape != (L, n_classes):
+        raise ValueError(f"Y must have shape ({L}, {n_classes}), got {Y.shape}")
+    return y.astype(np.intp), X, Y
+
+
+def _geometry(penalty, groups, M, K):
+    if isinstance(penalty, GroupGeometry):
+        return penalty
+    return GroupGeometry(penalty, groups, M, K)
+
+
+def hinge_reg_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, lam=1.0, TX=None):
+    """Certified duality gap of hinge-reg at (X, Y).
+
+    Parameters
+    ----------
+    Phi : ndarray (L, M) or CSR
+    y_idx : int array (L,), classes 0..K-1
+    n_classes : int
+        K.
+    X : ndarray (M+1, K)
+        Primal point (last row = biases).
+    Y : ndarray (L, K)
+        Any dual iterate (repaired internally to a feasible point).
+    penalty : str or GroupGeometry
+    groups : None, int or "features"
+    lam : float
+        lambda > 0.
+    TX : ndarray (L, K), optional
+        T X if already known (saves a product with Phi).
+
+    Returns
+    -------
+    GapResult
+    """
+    if not lam > 0:
+        raise ValueError(f"lam must be > 0, got {lam}")
+    y, X, Y = _check(Phi, y_idx, n_classes, X, Y)
+    K = n_classes
+    geo = _geometry(penalty, groups, Phi.shape[1], K)
+    W, b = X[:-1], X[-1]
+    R = offset(y, K)
+    if TX is None:
+        TX = apply_T(Phi, y, W, b)
+    loss = float(hinge_losses(TX, R).sum())
+    primal = geo.value(W) + lam * loss
+    a = _balanced_offclass(Y, y, K, cap=lam)
+    A = float(a.sum())
+    if A <= 0:
+        dual = 0.0
+    else:
+        V, _ = apply_T_adjoint(Phi, y, _dual_G(a, y))
+        cmax = lam / float(a.sum(axis=1).max())
+        if geo.name == "l2":
+            Q = float(np.vdot(V, V))
+            c = cmax if Q <= 0 else min(cmax, A / Q)
+            dual = c * A - 0.5 * c * c * Q
+        else:
+            dn = geo.dual_norm(V)
+            c = cmax if dn <= 0 else min(cmax, 1.0 / dn)
+            dual = c * A
+    gap = primal - dual
+    return GapResult(primal, dual, gap, _rel(gap, dual), 1.0, 0.0, loss)
+
+
+def feasible_scaling(TX, R, eta):
+    """Smallest theta >= 0 with sum_l max_k(theta*TX + R)[l, k] <= eta.
+
+    The loss along the ray is convex and piecewise linear in theta; Newton
+    from theta = 0 (from the left of the root) is monotone and ends in
+    finitely many steps.
+
+    Returns
+    -------
+    float or None
+        theta, or None when no theta >= 0 is feasible.
+    """
+    L = TX.shape[0]
+    ar = np.arange(L)
+    theta = 0.0
+    for _ in range(10 * L + 50):
+        Z = theta * TX + R
+        m = Z.max(axis=1)
+        F = m.sum() - eta
+        if F <= 1e-12 * max(1.0, abs(eta)):
+            return theta
+        # right derivative: among maximisers take the largest slope
+        tie = Z >= m[:, None] - 1e-12 * (1.0 + np.abs(m[:, None]))
+        slope = np.where(tie, TX, -np.inf).max(axis=1).sum()
+        if slope >= 0:
+            return None
+        new = theta - F / slope
+        if not new > theta:
+            new = theta * (1 + 1e-12) + 1e-300
+        theta = new
+    Z = theta * TX + R
+    return theta if Z.max(axis=1).sum() <= eta * (1 + 1e-9) else None
+
+
+def hinge_con_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, eta=1.0, TX=None):
+    """Certified duality gap of hinge-con at (X, Y).
+
+    The primal bound is g at the feasible point theta * X (see
+    :func:`feasible_scaling`); the dual bound uses the Lagrangian dual with
+    multiplier nu = max row sum of the repaired dual point.
+
+    Parameters
+    ----------
+    Phi, y_idx, n_classes, X, Y, penalty, groups : as :func:`hinge_reg_gap`
+    eta : float
+        Constraint level (> 0).
+    TX : ndarray (L, K), optional
+
+    Returns
+    -------
+    GapResult
+        ``theta`` is the scaling applied to X; ``violation`` that of X itself.
+    """
+    if not eta > 0:
+        raise ValueError(f"eta must be > 0, got {eta}")
+    y, X, Y = _check(Phi, y_idx, n_classes, X, Y)
+    K = n_classes
+    geo = _geometry(penalty, groups, Phi.shape[1], K)
+    W, b = X[:-1], X[-1]
+    R = offset(y, K)
+    if TX is None:
+        TX = apply_T(Phi, y, W, b)
+    loss = float(hinge_losses(TX, R).sum())
+    theta = feasible_scaling(TX, R, eta)
+    gW = geo.value(W)
+    if theta is None:
+        primal = np.inf
+        theta = np.nan
+    else:
+        primal = gW * (theta ** 2 if geo.name == "l2" else theta)
+    a = _balanced_offclass(Y, y, K)
+    A = float(a.sum())
+    dual = 0.0
+    if A > 0:
+        B = A - eta * float(a.sum(axis=1).max())
+        if B > 0:
+            V, _ = apply_T_adjoint(Phi, y, _dual_G(a, y))
+            if geo.name == "l2":
+                Q = float(np.vdot(V, V))
+                dual = np.inf if Q <= 0 else 0.5 * B * B / Q
+            else:
+                dn = geo.dual_norm(V)
+                dual = np.inf if dn <= 0 else B / dn
+    gap = primal - dual
+    return GapResult(primal, dual, gap, _rel(gap, dual), theta, max(0.0, loss - eta), loss)

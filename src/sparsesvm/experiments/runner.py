@@ -1,0 +1,412 @@
+"""One training job of the experiments: fit on a subset, evaluate on the test split.
+
+A *job* is one dataset x method x regulariser x alpha x training subset
+(spec section 5). :func:`run_job` loads the stored features, fits the
+estimator on the selected training rows, counts errors on the whole official
+test split and returns a JSON-serialisable record (plain ``int``, ``float``,
+``bool``, ``str``, ``None`` and lists/dicts of those). :func:`write_json_atomic`
+writes such a record so that a file either exists complete or not at all,
+which is what file-based workflow targets need.
+
+Only the fit is timed: ``fit_time_s`` is the estimator's ``fit_time_`` (the
+solver loop only, trace cost excluded) and ``fit_wall_time_s`` is the wall
+time of the whole ``fit()`` call (input validation and ``||T||`` estimation
+included). Loading features, prediction and writing results are not timed.
+
+This module imports neither pandas nor matplotlib, so that a training job
+starts quickly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "METHODS",
+    "PEER_METHOD",
+    "PENALTIES",
+    "WEIGHT_THRESHOLD",
+    "run_job",
+    "write_json_atomic",
+    "read_json",
+    "save_coef",
+    "load_coef",
+    "to_jsonable",
+    "count_weights",
+]
+
+#: Methods fitted by :class:`sparsesvm.SparseSVC`.
+METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
+#: The l2 peer (scikit-learn/liblinear Crammer-Singer), fitted by :class:`sparsesvm.CrammerSingerSVC`.
+PEER_METHOD = "liblinear-cs"
+PENALTIES = ("l2", "l1", "l12", "l1inf")
+#: Threshold of ``n_weights_above_1e-5`` (spec E5: weights above 1e-5 in absolute value).
+WEIGHT_THRESHOLD = 1e-5
+
+#: Fields every record carries (the contract's list, plus a few extras).
+RECORD_FIELDS = (
+    "dataset", "experiment", "method", "penalty", "groups", "alpha", "L", "subset",
+    "n_features", "n_classes", "n_test", "test_errors", "test_error_pct",
+    "nnz_per_class", "nnz", "n_weights", "zero_weights_pct", "n_weights_above_1e-5",
+    "fit_time_s", "fit_wall_time_s", "n_iter", "objective", "constraint_violation",
+    "converged", "tol", "max_iter", "solver", "stopping", "sparsesvm_version", "source_hash",
+)
+
+
+# --------------------------------------------------------------------------- JSON helpers
+
+def to_jsonable(obj):
+    """Convert ``obj`` recursively into plain JSON types.
+
+    numpy scalars become ``int``/``float``/``bool``, arrays and tuples become
+    lists, paths become strings; non-finite floats (NaN, +-inf) become ``None``
+    so that the output is strict JSON.
+
+    Parameters
+    ----------
+    obj : object
+        Nested dicts/lists/tuples of scalars, strings, ``None``, numpy arrays.
+
+    Returns
+    -------
+    object
+        The same structure made of ``dict``, ``list``, ``str``, ``int``,
+        ``float``, ``bool`` and ``None``.
+
+    Raises
+    ------
+    ValueError
+        If a value has a type that has no JSON counterpart.
+    """
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    raise ValueError(f"value of type {type(obj).__name__} is not JSON-serialisable: {obj!r}")
+
+
+def write_json_atomic(path, obj):
+    """Write ``obj`` as JSON to ``path`` atomically (temporary file + ``os.replace``).
+
+    The parent directory is created if needed. The temporary file lives in the
+    same directory, so the final rename never crosses file systems; a reader
+    sees either the old file, no file, or the complete new file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination file.
+    obj : object
+        Anything :func:`to_jsonable` accepts.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(to_jsonable(obj), indent=1, allow_nan=False, sort_keys=False)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_json(path):
+    """Read one JSON file (a record written by :func:`write_json_atomic`)."""
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def save_coef(path, coef_full):
+    """Save a ``(n_classes, n_features + 1)`` coefficient matrix to ``.npz`` atomically.
+
+    The last column holds the biases (``intercept_``). Used to keep the
+    tol = 1e-5 solution of E4 as the reference ``X_inf`` of the distance traces.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination ``.npz`` file.
+    coef_full : array_like, shape (n_classes, n_features + 1)
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    coef_full = np.asarray(coef_full, dtype=np.float64)
+    if coef_full.ndim != 2:
+        raise ValueError(f"coef_full must be 2-D (n_classes, n_features + 1), got shape {coef_full.shape}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.npz", dir=path.parent)
+    os.close(fd)
+    try:
+        np.savez(tmp, coef_full=coef_full)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_coef(path):
+    """Load a matrix written by :func:`save_coef`; returns float64 ``(n_classes, n_features + 1)``."""
+    with np.load(path) as data:
+        if "coef_full" not in data:
+            raise ValueError(f"{path}: no array named 'coef_full' (not written by save_coef)")
+        return np.array(data["coef_full"], dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- counting
+
+def count_weights(coef, threshold=WEIGHT_THRESHOLD):
+    """Count non-zero weights per class (biases excluded).
+
+    Parameters
+    ----------
+    coef : array_like, shape (n_classes, n_features)
+        Weights only (``coef_``), no bias column.
+    threshold : float
+        Threshold of the second count.
+
+    Returns
+    -------
+    dict
+        ``nnz_per_class`` (list of int, exact non-zeros: the prox methods return
+        exact zeros), ``nnz``, ``n_weights``, ``zero_weights_pct`` (percentage of
+        exact zeros), ``n_weights_above_1e-5`` (``|w| > threshold``, the count
+        used for E5, meaningful also for solvers with tiny non-zeros) and
+        ``n_weights_above_1e-5_per_class``.
+    """
+    coef = np.asarray(coef)
+    if coef.ndim != 2:
+        raise ValueError(f"coef must be 2-D (n_classes, n_features), got shape {coef.shape}")
+    nnz_per_class = np.count_nonzero(coef, axis=1)
+    above = np.count_nonzero(np.abs(coef) > threshold, axis=1)
+    n_weights = int(coef.size)
+    nnz = int(nnz_per_class.sum())
+    return {
+        "nnz_per_class": [int(v) for v in nnz_per_class],
+        "nnz": nnz,
+        "n_weights": n_weights,
+        "zero_weights_pct": 100.0 * (n_weights - nnz) / n_weights if n_weights else 0.0,
+        "n_weights_above_1e-5": int(above.sum()),
+        "n_weights_above_1e-5_per_class": [int(v) for v in above],
+    }
+
+
+# --------------------------------------------------------------------------- the job
+
+def _check_groups(groups):
+    if groups is None or groups == "features":
+        return groups
+    if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, numbers.Integral):
+        raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
+    if groups <= 0:
+        raise ValueError(f"groups must be a positive block size, got {groups!r}")
+    return int(groups)
+
+
+def _check_subset(subset_indices):
+    if subset_indices is None:
+        return None
+    idx = np.asarray(subset_indices)
+    if idx.ndim != 1:
+        raise ValueError(f"subset_indices must be 1-D, got shape {idx.shape}")
+    if idx.size == 0:
+        raise ValueError("subset_indices is empty")
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"subset_indices must be integers, got dtype {idx.dtype}")
+    if idx.min() < 0:
+        raise ValueError(f"subset_indices has a negative index ({int(idx.min())})")
+    if np.unique(idx).size != idx.size:
+        raise ValueError("subset_indices has repeated indices")
+    return idx.astype(np.int64)
+
+
+def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, max_iter,
+            solver="paper", stopping="rel_change", trace=False, reference_coef=None, **meta):
+    """Fit one model on a training subset and evaluate it on the whole test split.
+
+    Parameters
+    ----------
+    features_dir : str or path-like
+        Directory written by :func:`sparsesvm.features.save_features`.
+    subset_indices : array_like of int, shape (L,), or None
+        Rows of the training split to train on; ``None`` = the whole training split.
+    method : str
+        One of ``"hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"``
+        (fitted by :class:`sparsesvm.SparseSVC`) or ``"liblinear-cs"`` (the l2 peer,
+        :class:`sparsesvm.CrammerSingerSVC`; requires ``penalty="l2"``,
+        ``groups=None``, ``solver="paper"``, ``stopping="rel_change"`` (the
+        defaults, ignored) and ``trace=False``; recorded as solver/stopping
+        ``"liblinear"``).
+    penalty : {"l2", "l1", "l12", "l1inf"}
+    groups : None, int or "features"
+        Passed to :class:`sparsesvm.SparseSVC`.
+    alpha : float
+        Hyper-parameter (> 0): lambda = 1/alpha, eta = alpha * L.
+    tol : float
+        Stopping tolerance (> 0).
+    max_iter : int
+        Iteration cap (> 0).
+    solver, stopping : str
+        Passed to :class:`sparsesvm.SparseSVC`.
+    trace : bool
+        Record the convergence trace (``record["trace"]``: dict of equal-length lists).
+    reference_coef : array_like or None
+        Reference solution passed to :class:`sparsesvm.SparseSVC` so that the trace
+        carries ``rel_dist`` = ||X_i - X_inf|| / ||X_inf|| (E4), in the layout
+        returned by this function as ``coef_full`` (see :func:`load_coef`).
+    **meta
+        Extra fields copied into the record (JSON-serialisable), e.g.
+        ``dataset``, ``experiment``, ``subset`` (default 0), ``L``. ``L`` is
+        always the number of training rows actually used; a given ``L`` that
+        differs raises ``ValueError``.
+
+    Returns
+    -------
+    record : dict
+        JSON-serialisable record with at least the fields of ``RECORD_FIELDS``
+        (see the module docstring and the contract), plus ``trace`` when
+        ``trace=True``.
+    coef_full : ndarray, shape (n_classes, n_features + 1)
+        The weights with the biases as last column (float64).
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or penalty, a non-positive alpha/tol/max_iter,
+        bad subset indices, or an ``L`` in ``meta`` that does not match.
+    """
+    if method not in METHODS and method != PEER_METHOD:
+        raise ValueError(f"unknown method {method!r}; expected one of {METHODS + (PEER_METHOD,)}")
+    if penalty not in PENALTIES:
+        raise ValueError(f"unknown penalty {penalty!r}; expected one of {PENALTIES}")
+    groups = _check_groups(groups)
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (alpha > 0 and math.isfinite(alpha)):
+        raise ValueError(f"alpha must be a positive finite number, got {alpha!r}")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
+        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter <= 0:
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    idx = _check_subset(subset_indices)
+    if method == PEER_METHOD:
+        if penalty != "l2" or groups is not None:
+            raise ValueError(f"method {PEER_METHOD!r} fits the l2 problem only; got penalty={penalty!r}, groups={groups!r}")
+        if trace or reference_coef is not None:
+            raise ValueError(f"method {PEER_METHOD!r} has no convergence trace (trace/reference_coef given)")
+        if solver != "paper" or stopping != "rel_change":
+            raise ValueError(f"method {PEER_METHOD!r} takes no solver/stopping option (got {solver!r}, {stopping!r})")
+    for key in ("trace", "coef_full"):
+        if key in meta:
+            raise ValueError(f"meta field {key!r} is reserved")
+
+    import sparsesvm
+    from sparsesvm import features
+
+    X_train, y_train = features.load_features(features_dir, "train", indices=idx)
+    n_train = int(np.shape(y_train)[0])
+    if "L" in meta and meta["L"] is not None and int(meta["L"]) != n_train:
+        raise ValueError(f"L={meta['L']!r} given but the training subset has {n_train} rows")
+
+    if method == PEER_METHOD:
+        est = sparsesvm.CrammerSingerSVC(alpha=float(alpha), tol=float(tol), max_iter=int(max_iter))
+        solver_used, stopping_used = "liblinear", "liblinear"
+    else:
+        ref = None if reference_coef is None else np.asarray(reference_coef, dtype=np.float64)
+        est = sparsesvm.SparseSVC(method=method, penalty=penalty, groups=groups, alpha=float(alpha),
+                                  tol=float(tol), max_iter=int(max_iter), solver=solver,
+                                  stopping=stopping, trace=bool(trace), reference_coef=ref)
+        solver_used, stopping_used = solver, stopping
+
+    t0 = time.perf_counter()
+    est.fit(X_train, y_train)
+    fit_wall = time.perf_counter() - t0
+
+    train_errors = int(np.count_nonzero(est.predict(X_train) != np.asarray(y_train)))
+    del X_train
+    X_test, y_test = features.load_features(features_dir, "test")
+    y_test = np.asarray(y_test)
+    n_test = int(y_test.shape[0])
+    test_errors = int(np.count_nonzero(est.predict(X_test) != y_test))
+    del X_test
+
+    coef = np.asarray(est.coef_, dtype=np.float64)
+    intercept = np.asarray(est.intercept_, dtype=np.float64).reshape(-1)
+    coef_full = np.hstack([coef, intercept[:, None]])
+    counts = count_weights(coef)
+
+    record = {
+        "dataset": meta.pop("dataset", None),
+        "experiment": meta.pop("experiment", None),
+        "method": method,
+        "penalty": penalty,
+        "groups": groups,
+        "alpha": float(alpha),
+        "L": n_train,
+        "subset": int(meta.pop("subset", 0)),
+        "n_features": int(coef.shape[1]),
+        "n_classes": int(coef.shape[0]),
+        "n_test": n_test,
+        "test_errors": test_errors,
+        "test_error_pct": 100.0 * test_errors / n_test,
+        "train_errors": train_errors,
+        **counts,
+        "fit_time_s": float(getattr(est, "fit_time_", fit_wall)),
+        "fit_wall_time_s": float(fit_wall),
+        "n_iter": int(np.max(est.n_iter_)),
+        "objective": float(est.objective_),
+        "constraint_violation": float(getattr(est, "constraint_violation_", 0.0)),
+        "converged": bool(est.converged_),
+        "tol": float(tol),
+        "max_iter": int(max_iter),
+        "solver": solver_used,
+        "stopping": stopping_used,
+        "sparsesvm_version": sparsesvm.__version__,
+        "source_hash": sparsesvm.source_hash(),
+    }
+    meta.pop("L", None)
+    for key, value in meta.items():
+        if key in record:
+            raise ValueError(f"meta field {key!r} clashes with a computed record field")
+        record[key] = value
+    if trace:
+        tr = getattr(est, "trace_", None)
+        if not tr:
+            raise ValueError(f"the estimator returned no trace for method {method!r}")
+        record["trace"] = {str(k): np.asarray(v).tolist() for k, v in tr.items()}
+    return to_jsonable(record), coef_full

@@ -1,0 +1,547 @@
+"""Tests of sparsesvm.experiments: job runner, aggregation, Table 1 and Figures 1-4.
+
+The aggregation, table and figure tests use synthetic job tables built here
+with known answers (best alphas, counts); ``run_job`` runs end to end on a tiny
+feature directory written with ``features.save_features`` and is checked
+against quantities recomputed from the returned coefficients.
+"""
+
+import json
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sparsesvm.experiments import aggregate, figures, runner, tables
+
+# --------------------------------------------------------------------------- synthetic records
+
+N_TEST = 34
+K = 3
+M = 20
+
+
+def _record(method, penalty, alpha, *, errors, nnz_per_class, L=38, subset=0, n_test=N_TEST,
+            fit_time=1.0, solver="paper", groups=None, dataset="leukemia", experiment="E1",
+            above=None, n_features=M):
+    nnz = int(sum(nnz_per_class))
+    n_weights = len(nnz_per_class) * n_features
+    return {
+        "dataset": dataset, "experiment": experiment, "method": method, "penalty": penalty,
+        "groups": groups, "alpha": float(alpha), "L": L, "subset": subset,
+        "n_features": n_features, "n_classes": len(nnz_per_class), "n_test": n_test,
+        "test_errors": errors, "test_error_pct": 100.0 * errors / n_test,
+        "nnz_per_class": list(nnz_per_class), "nnz": nnz, "n_weights": n_weights,
+        "zero_weights_pct": 100.0 * (n_weights - nnz) / n_weights,
+        "n_weights_above_1e-5": nnz if above is None else above,
+        "fit_time_s": fit_time, "fit_wall_time_s": fit_time * 1.1, "n_iter": 100,
+        "objective": 1.0, "constraint_violation": 0.0, "converged": True, "tol": 1e-5,
+        "max_iter": 1000, "solver": solver, "stopping": "rel_change",
+        "sparsesvm_version": "0", "source_hash": "x",
+    }
+
+
+ALPHAS = [0.01, 0.1, 1.0, 10.0]
+# best alpha index of each (penalty, method) cell of the synthetic Table 1
+E1_BEST = {
+    ("l2", "hinge-reg"): 1, ("l2", "hinge-con"): 2, ("l2", "square"): 1, ("l2", "logit"): 2, ("l2", "ova"): 1,
+    ("l1", "hinge-reg"): 2, ("l1", "hinge-con"): 1, ("l1", "square"): 2, ("l1", "logit"): 1, ("l1", "ova"): 2,
+    ("l12", "hinge-reg"): 1, ("l12", "hinge-con"): 1, ("l12", "square"): 2, ("l12", "logit"): 2,
+    ("l12", "ova"): 1,
+    ("l1inf", "hinge-reg"): 2, ("l1inf", "hinge-con"): 2, ("l1inf", "square"): 1, ("l1inf", "logit"): 1,
+    ("l1inf", "ova"): 2,
+}
+E1_METHODS = ["hinge-reg", "hinge-con", "square", "logit", "ova"]
+E1_PENALTIES = ["l2", "l1", "l12", "l1inf"]
+
+
+def _e1_records(n_test=N_TEST):
+    recs = []
+    for (pen, meth), b in E1_BEST.items():
+        base = 1 + E1_PENALTIES.index(pen)  # errors at the best alpha
+        for i, a in enumerate(ALPHAS):
+            err = base + 3 * abs(i - b)
+            # distinct per-class non-zeros; larger alpha -> sparser (l2 dense)
+            nnz = [M, M, M] if pen == "l2" else [12 - 3 * i, 9 - 2 * i, 7 - i + E1_METHODS.index(meth)]
+            recs.append(_record(meth, pen, a, errors=err, nnz_per_class=nnz, n_test=n_test,
+                                groups=5 if pen in ("l12", "l1inf") else None))
+    return recs
+
+
+def _expected_cell(pen, meth, n_test=N_TEST):
+    b = E1_BEST[(pen, meth)]
+    nnz = [M, M, M] if pen == "l2" else [12 - 3 * b, 9 - 2 * b, 7 - b + E1_METHODS.index(meth)]
+    return f"{1 + E1_PENALTIES.index(pen)}/{n_test} ({nnz[0]}+{nnz[1]}+{nnz[2]})"
+
+
+# E2-like: several L, several subsets, known best alpha per (method, L)
+E2_LS = [30, 50]
+E2_METHODS = ["hinge-reg", "hinge-con", "square"]
+E2_BEST = {("hinge-reg", 30): 1, ("hinge-con", 30): 2, ("square", 30): 1,
+           ("hinge-reg", 50): 2, ("hinge-con", 50): 2, ("square", 50): 0}
+E2_NOISE = [-1, 0, 1]  # per-subset error offsets: zero mean
+
+
+def _e2_records(dataset="mnist", experiment="E2", penalty="l1inf", extra_solver=None):
+    recs = []
+    for (meth, L), b in E2_BEST.items():
+        solvers = ["paper"] + ([extra_solver] if extra_solver and meth in ("hinge-reg", "hinge-con") else [])
+        for solver in solvers:
+            for i, a in enumerate(ALPHAS):
+                for s, noise in enumerate(E2_NOISE):
+                    err = 20 + 4 * abs(i - b) + noise
+                    nnz = [max(0, 15 - 4 * i + s)] * 10
+                    fit = (0.5 + i) * (1 + E2_METHODS.index(meth)) * (0.5 if solver != "paper" else 1.0)
+                    recs.append(_record(meth, penalty, a, errors=err, nnz_per_class=nnz, L=L, subset=s,
+                                        n_test=100, fit_time=fit * (1 + 0.1 * noise), solver=solver,
+                                        dataset=dataset, experiment=experiment, n_features=40))
+    return recs
+
+
+# --------------------------------------------------------------------------- runner helpers
+
+def test_to_jsonable_converts_numpy_and_nonfinite():
+    obj = {"a": np.int64(3), "b": np.float32(0.5), "c": np.bool_(True), "d": np.arange(3),
+           "e": (1, np.nan), "f": float("inf"), "g": None, "h": [np.float64(-np.inf)]}
+    out = runner.to_jsonable(obj)
+    assert out == {"a": 3, "b": 0.5, "c": True, "d": [0, 1, 2], "e": [1, None], "f": None, "g": None,
+                   "h": [None]}
+    assert type(out["a"]) is int and type(out["c"]) is bool and type(out["d"][0]) is int
+    with pytest.raises(ValueError, match="set"):
+        runner.to_jsonable({"x": {1, 2}})
+
+
+def test_write_json_atomic_roundtrip_and_no_partial_file(tmp_path):
+    path = tmp_path / "sub" / "r.json"
+    runner.write_json_atomic(path, {"x": np.float64(1.5), "y": [1, 2]})
+    assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
+    # a failing write leaves the previous file untouched and no temporary behind
+    with pytest.raises(ValueError):
+        runner.write_json_atomic(path, {"x": object()})
+    assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["r.json"]
+
+
+def test_count_weights_exact_zeros_and_threshold():
+    coef = np.array([[0.0, 1e-6, 2.0, 0.0],
+                     [3e-5, 0.0, 0.0, 0.0],
+                     [-1.0, -2e-5, 0.0, 1e-9]])
+    c = runner.count_weights(coef)
+    assert c["nnz_per_class"] == [2, 1, 3]
+    assert c["nnz"] == 6 and c["n_weights"] == 12
+    assert c["zero_weights_pct"] == pytest.approx(50.0)
+    assert c["n_weights_above_1e-5"] == 4
+    assert c["n_weights_above_1e-5_per_class"] == [1, 1, 2]
+    with pytest.raises(ValueError, match="2-D"):
+        runner.count_weights(np.zeros(3))
+
+
+def test_save_load_coef(tmp_path):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    p = runner.save_coef(tmp_path / "c.npz", a)
+    b = runner.load_coef(p)
+    assert b.dtype == np.float64 and np.array_equal(a, b)
+    assert [q.name for q in tmp_path.iterdir()] == ["c.npz"]
+
+
+# --------------------------------------------------------------------------- aggregate
+
+def test_collect_flattens_lists_and_groups(tmp_path):
+    recs = _e1_records()[:6]
+    recs[0]["trace"] = {"time": [0.1, 0.2], "rel_dist": [1.0, 0.5]}
+    paths = []
+    for i, r in enumerate(recs):
+        paths.append(runner.write_json_atomic(tmp_path / f"{i}.json", r))
+    df = aggregate.collect(paths)
+    assert len(df) == 6
+    assert "trace" not in df.columns
+    row = df[(df["method"] == recs[1]["method"]) & (df["alpha"] == recs[1]["alpha"])
+             & (df["penalty"] == recs[1]["penalty"])].iloc[0]
+    assert row["nnz_per_class"] == "+".join(map(str, recs[1]["nnz_per_class"]))
+    assert [row[f"nnz_class{k}"] for k in range(3)] == recs[1]["nnz_per_class"]
+    assert set(df["groups"]) <= {"none", "5"}
+    assert df["alpha"].dtype == float and df["test_errors"].dtype.kind == "i"
+    # sorted by parameters
+    assert df[["method", "penalty", "alpha"]].equals(
+        df[["method", "penalty", "alpha"]].sort_values(["method", "penalty", "alpha"]).reset_index(drop=True))
+    with pytest.raises(ValueError, match="no result files"):
+        aggregate.collect([])
+
+
+def test_collect_traces_long_table(tmp_path):
+    r = _record("hinge-reg", "l1inf", 0.1, errors=1, nnz_per_class=[1, 2, 3], groups=81)
+    r["trace"] = {"iteration": [1, 2, 3], "time": [0.1, 0.2, 0.3], "rel_dist": [1.0, 0.1, 0.01]}
+    r2 = dict(r, method="ova")  # no trace
+    r2.pop("trace")
+    paths = [runner.write_json_atomic(tmp_path / "a.json", r), runner.write_json_atomic(tmp_path / "b.json", r2)]
+    tr = aggregate.collect_traces(paths)
+    assert len(tr) == 3
+    assert list(tr["rel_dist"]) == [1.0, 0.1, 0.01]
+    assert set(tr["method"]) == {"hinge-reg"} and set(tr["groups"]) == {"81"}
+    empty = aggregate.traces_to_frame([r2])
+    assert len(empty) == 0 and "time" in empty.columns
+
+
+def test_best_alpha_picks_known_values():
+    df = aggregate.records_to_frame(_e2_records())
+    best = aggregate.best_alpha(df)
+    assert len(best) == len(E2_BEST)
+    for (meth, L), b in E2_BEST.items():
+        row = best[(best["method"] == meth) & (best["L"] == L)].iloc[0]
+        assert row["alpha"] == ALPHAS[b]
+        assert row["test_errors"] == pytest.approx(20.0)  # mean over subsets at the best alpha
+        assert row["n_subsets"] == 3 and row["n_alphas"] == len(ALPHAS)
+        assert row["at_grid_edge"] == (b in (0, len(ALPHAS) - 1))
+    assert (best["rule"] == aggregate.BEST_ALPHA_RULE).all()
+    assert "trial-and-error" in aggregate.BEST_ALPHA_RULE
+
+
+def test_best_alpha_ties_go_to_sparser_then_larger_alpha():
+    recs = [
+        # equal errors, sparser model at the smaller alpha -> sparser wins
+        _record("hinge-reg", "l1", 0.1, errors=2, nnz_per_class=[1, 1, 1]),
+        _record("hinge-reg", "l1", 1.0, errors=2, nnz_per_class=[2, 2, 2]),
+        _record("hinge-reg", "l1", 10.0, errors=5, nnz_per_class=[0, 0, 0]),
+        # equal errors and sparsity -> larger alpha
+        _record("square", "l2", 0.1, errors=3, nnz_per_class=[M] * 3),
+        _record("square", "l2", 1.0, errors=3, nnz_per_class=[M] * 3),
+        _record("square", "l2", 0.01, errors=4, nnz_per_class=[M] * 3),
+    ]
+    best = aggregate.best_alpha(aggregate.records_to_frame(recs), by=["method"])
+    assert best.set_index("method")["alpha"].to_dict() == {"hinge-reg": 0.1, "square": 1.0}
+    with pytest.raises(ValueError, match="missing column"):
+        aggregate.best_alpha(aggregate.records_to_frame(recs), by=["nope"])
+
+
+def test_method_label():
+    assert aggregate.method_label("hinge-reg", "paper") == "hinge-reg"
+    assert aggregate.method_label("liblinear-cs", "liblinear") == "liblinear-cs"
+    assert aggregate.method_label("hinge-con", "accelerated") == "hinge-con [accelerated]"
+
+
+# --------------------------------------------------------------------------- Table 1
+
+def test_table1_cells_exact():
+    df = aggregate.records_to_frame(_e1_records())
+    t = tables.table1(df)
+    assert list(t.index) == E1_PENALTIES
+    assert list(t.columns) == E1_METHODS
+    for pen in E1_PENALTIES:
+        for meth in E1_METHODS:
+            assert t.loc[pen, meth] == _expected_cell(pen, meth), (pen, meth)
+
+
+def test_table1_uses_n_test_from_data_and_marks_missing():
+    recs = [r for r in _e1_records(n_test=30) if not (r["penalty"] == "l12" and r["method"] == "ova")]
+    t = tables.table1(aggregate.records_to_frame(recs))
+    assert t.loc["l1", "hinge-reg"] == _expected_cell("l1", "hinge-reg", n_test=30)
+    assert t.loc["l12", "ova"] == tables.MISSING
+
+
+def test_table1_means_over_subsets():
+    recs = [_record("hinge-reg", "l1", 1.0, errors=e, nnz_per_class=n, subset=s)
+            for s, (e, n) in enumerate([(1, [3, 4, 5]), (2, [4, 4, 6])])]
+    t = tables.table1(aggregate.records_to_frame(recs))
+    assert t.loc["l1", "hinge-reg"] == "1.5/34 (3.5+4+5.5)"
+
+
+def test_table1_rejects_mixed_datasets_and_n_test():
+    recs = _e1_records()
+    recs[0] = dict(recs[0], dataset="other")
+    with pytest.raises(ValueError, match="several datasets"):
+        tables.table1(aggregate.records_to_frame(recs))
+    recs = _e1_records()
+    recs = [dict(r, n_test=30) if r["method"] == "ova" else r for r in recs]
+    with pytest.raises(ValueError, match="test-set size"):
+        tables.table1(aggregate.records_to_frame(recs))
+
+
+def test_write_table1_formats(tmp_path):
+    df = aggregate.records_to_frame(_e1_records())
+    paths = [tmp_path / "t" / f"table1.{ext}" for ext in ("csv", "md", "tex")]
+    tables.write_table1(df, *paths)
+    back = pd.read_csv(paths[0], index_col=0)
+    assert back.loc["l1inf", "logit"] == _expected_cell("l1inf", "logit")
+    md = paths[1].read_text().splitlines()
+    header = next(line for line in md if line.startswith("| regulariser"))
+    assert header == "| regulariser | " + " | ".join(E1_METHODS) + " |"
+    row = next(line for line in md if line.startswith("| l12 "))
+    assert row.split(" | ")[3] == _expected_cell("l12", "square")
+    assert any("trial-and-error" in line for line in md)
+    tex = paths[2].read_text()
+    assert r"\toprule" in tex and r"\bottomrule" in tex
+    assert "l1inf & " + " & ".join(_expected_cell("l1inf", m) for m in E1_METHODS) + r" \\" in tex
+
+
+# --------------------------------------------------------------------------- figures
+
+def _gids(ax, kind):
+    arts = list(ax.lines) + list(ax.collections) + list(ax.patches)
+    return sorted(a.get_gid() for a in arts if a.get_gid() and a.get_gid().startswith(kind + ":"))
+
+
+def _circle_x(ax, curve):
+    (col,) = [c for c in ax.collections if c.get_gid() == f"best:{curve}"]
+    return float(col.get_offsets()[0][0])
+
+
+def _check_files(png, pdf):
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 5_000
+
+
+@pytest.mark.parametrize("band", ["sd", "iqr"])
+def test_accuracy_sparsity_figure_structure(tmp_path, band):
+    df = aggregate.records_to_frame(_e2_records())
+    fig = figures.make_accuracy_sparsity_figure(df, title="Figure 1", band=band)
+    axes = [ax for ax in fig.axes if ax.get_xscale() == "log"]
+    assert len(axes) == 2 * len(E2_LS) == len(fig.axes)
+    for j, L in enumerate(E2_LS):
+        top, bottom = axes[j], axes[len(E2_LS) + j]
+        assert top.get_title().startswith(f"L = {L}")
+        assert top.get_ylabel() == "test error (%)" and bottom.get_ylabel() == "zero weights (%)"
+        assert "alpha" in bottom.get_xlabel()
+        for ax in (top, bottom):
+            assert len(ax.lines) == len(E2_METHODS)
+            assert _gids(ax, "line") == sorted(f"line:{m}" for m in E2_METHODS)
+            assert _gids(ax, "band") == sorted(f"band:{m}" for m in E2_METHODS)
+            for m in E2_METHODS:
+                assert _circle_x(ax, m) == ALPHAS[E2_BEST[(m, L)]]
+        # mean line values: test error (%) of hinge-reg = mean over subsets
+        (line,) = [ln for ln in top.lines if ln.get_gid() == "line:hinge-reg"]
+        b = E2_BEST[("hinge-reg", L)]
+        expected = [(20 + 4 * abs(i - b)) for i in range(len(ALPHAS))]  # % with n_test = 100
+        assert np.allclose(line.get_ydata(), expected)
+    legend_text = " ".join(t.get_text() for leg in fig.legends for t in leg.get_texts())
+    assert figures.BANDS[band] in legend_text and "best" in legend_text
+    assert all(m in legend_text for m in E2_METHODS)
+    if band == "sd":
+        png, pdf = figures.accuracy_sparsity_figure(df, tmp_path / "f1.png", tmp_path / "f1.pdf", title="F1",
+                                                    band=band)
+        _check_files(png, pdf)
+
+
+def test_accuracy_sparsity_figure_bad_band():
+    df = aggregate.records_to_frame(_e2_records())
+    with pytest.raises(ValueError, match="band"):
+        figures.make_accuracy_sparsity_figure(df, band="minmax")
+
+
+def _traces(df, best, extra_alpha=True):
+    rows = []
+    for (meth, solver, L), part in df.groupby(["method", "solver", "L"]):
+        if meth == "square":
+            continue  # a method without trace: no line
+        curve = aggregate.method_label(meth, solver)
+        a_best = best[(best["curve"] == curve) & (best["L"] == L)]["alpha"].iloc[0]
+        alphas = [a_best] + ([a for a in ALPHAS if a != a_best][:1] if extra_alpha else [])
+        for a in alphas:
+            for s in (0, 1):
+                t = np.linspace(0.01, 1.0, 6)
+                d = np.concatenate([np.geomspace(1, 1e-4, 5), [0.0]])  # last point 0: not plottable on log
+                rows.append(pd.DataFrame({"method": meth, "solver": solver, "penalty": "l1inf", "L": L,
+                                          "subset": s, "alpha": a, "time": t, "rel_dist": d}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_timing_figure_structure_with_accelerated_lines(tmp_path):
+    df = aggregate.add_labels(aggregate.records_to_frame(_e2_records(experiment="E4",
+                                                                      extra_solver="accelerated")))
+    curves = sorted(df["label"].unique())
+    assert "hinge-reg [accelerated]" in curves and len(curves) == 5
+    best = aggregate.best_alpha(df.rename(columns={"label": "curve"}), by=["curve", "L"])
+    traces = _traces(df, best)
+    fig = figures.make_timing_figure(df, traces, title="Figure 3")
+    assert len(fig.axes) == 2 * len(E2_LS)
+    for j, L in enumerate(E2_LS):
+        top, bottom = fig.axes[j], fig.axes[len(E2_LS) + j]
+        assert top.get_xscale() == top.get_yscale() == "log"
+        assert top.get_ylabel() == "mean fit time (s)"
+        assert _gids(top, "line") == sorted(f"line:{c}" for c in curves)
+        for c in curves:
+            meth = c.split(" ")[0]
+            assert _circle_x(top, c) == ALPHAS[E2_BEST[(meth, L)]]
+        (acc,) = [ln for ln in top.lines if ln.get_gid() == "line:hinge-reg [accelerated]"]
+        (pap,) = [ln for ln in top.lines if ln.get_gid() == "line:hinge-reg"]
+        assert acc.get_color() == pap.get_color() and acc.get_linestyle() != pap.get_linestyle()
+        assert np.allclose(acc.get_ydata(), 0.5 * np.asarray(pap.get_ydata()))
+        # traces: only the best alpha (2 subsets per traced curve), zero distance dropped
+        traced = [c for c in curves if not c.startswith("square")]
+        assert _gids(bottom, "trace") == sorted(f"trace:{c}:{s}" for c in traced for s in (0, 1))
+        assert all(len(ln.get_xdata()) == 5 for ln in bottom.lines)
+        assert bottom.get_xlabel() == "time (s)" and bottom.get_yscale() == "log"
+    png, pdf = figures.timing_figure(df, traces, tmp_path / "f3.png", tmp_path / "f3.pdf")
+    _check_files(png, pdf)
+    # without traces: the timing row only
+    assert len(figures.make_timing_figure(df, None).axes) == len(E2_LS)
+
+
+def test_l2_timing_figure_structure(tmp_path):
+    Ls = [30, 50, 100]
+    best_idx = {"hinge-reg": 1, "hinge-con": 2, "liblinear-cs": 1}
+    recs = []
+    for L in Ls:
+        for meth, b in best_idx.items():
+            solver = "liblinear" if meth == "liblinear-cs" else "paper"
+            for i, a in enumerate(ALPHAS):
+                for s in range(2):
+                    recs.append(_record(meth, "l2", a, errors=10 + 2 * abs(i - b), nnz_per_class=[40] * 10,
+                                        L=L, subset=s, n_test=100, fit_time=0.1 * L * (i + 1), solver=solver,
+                                        dataset="mnist", experiment="E5", n_features=40,
+                                        above=390 - 10 * i - s))
+    sparse = []
+    for meth in ("hinge-reg", "hinge-con"):
+        for i, a in enumerate(ALPHAS):
+            sparse.append(_record(meth, "l1inf", a, errors=10 + abs(i - 2), nnz_per_class=[5] * 10, L=100,
+                                  n_test=100, dataset="mnist", experiment="E5", n_features=40,
+                                  above=50 - 10 * i))
+    df = aggregate.records_to_frame(recs)
+    sdf = aggregate.records_to_frame(sparse)
+    fig = figures.make_l2_timing_figure(df, sparse_df=sdf, title="Figure 4")
+    assert len(fig.axes) == len(Ls) + 1
+    for j, L in enumerate(Ls):
+        ax = fig.axes[j]
+        assert ax.get_xscale() == ax.get_yscale() == "log"
+        assert _gids(ax, "line") == sorted(f"line:{m}" for m in best_idx)
+        for m, b in best_idx.items():
+            assert _circle_x(ax, m) == ALPHAS[b]
+    bar_ax = fig.axes[-1]
+    bars = {p.get_gid(): p.get_height() for p in bar_ax.patches if p.get_gid()}
+    # mean over the 2 subsets at the best alpha: 390 - 10*b - 0.5 ; l1inf best alpha index 2 -> 50 - 20
+    assert bars == {"bar:hinge-reg:l2": 379.5, "bar:hinge-con:l2": 369.5, "bar:liblinear-cs:l2": 379.5,
+                    "bar:hinge-reg:l1inf": 30.0, "bar:hinge-con:l1inf": 30.0}
+    assert "L = 100" in bar_ax.get_title()
+    png, pdf = figures.l2_timing_figure(df, tmp_path / "f4.png", tmp_path / "f4.pdf", sparse_df=sdf)
+    _check_files(png, pdf)
+
+
+def test_captions(tmp_path):
+    df = aggregate.records_to_frame(_e2_records())
+    text = figures.caption("figure1", df, band="iqr")
+    assert "interquartile" in text and "trial-and-error" in text and "kymatio" in text
+    assert "3 at L = 30" in text
+    assert "liblinear" in figures.caption("figure4")
+    with pytest.raises(ValueError, match="caption kind"):
+        figures.caption("figure9")
+    p = figures.write_caption(tmp_path / "c" / "fig1.rst", text)
+    assert p.read_text() == text + "\n"
+
+
+# --------------------------------------------------------------------------- run_job end to end
+
+def _blobs(rng, n_per_class, centers, noise=0.3):
+    X = np.concatenate([c + noise * rng.standard_normal((n_per_class, centers.shape[1])) for c in centers])
+    y = np.repeat(np.arange(len(centers)), n_per_class)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def tiny_features(tmp_path_factory):
+    from sparsesvm import features
+
+    rng = np.random.default_rng(0)
+    centers = np.zeros((3, 8))
+    centers[0, 0], centers[1, 1], centers[2, 2] = 2.0, 2.0, 2.0
+    Xtr, ytr = _blobs(rng, 6, centers)
+    Xte, yte = _blobs(rng, 10, centers, noise=0.8)
+    d = tmp_path_factory.mktemp("features")
+    features.save_features(d, Xtr, ytr, Xte, yte, {"dataset": "blobs"})
+    return d, Xtr, ytr, Xte, yte
+
+
+def _check_record(rec, coef_full, Xte, yte, n_train):
+    json.dumps(rec, allow_nan=False)  # strict JSON
+    for key in runner.RECORD_FIELDS:
+        assert key in rec, key
+    K_, Mp1 = coef_full.shape
+    assert (K_, Mp1) == (3, Xte.shape[1] + 1)
+    W, b = coef_full[:, :-1], coef_full[:, -1]
+    errors = int(np.count_nonzero(np.argmax(Xte @ W.T + b, axis=1) != yte))
+    assert rec["test_errors"] == errors
+    assert rec["n_test"] == len(yte) and rec["test_error_pct"] == pytest.approx(100 * errors / len(yte))
+    assert rec["nnz_per_class"] == [int(np.count_nonzero(w)) for w in W]
+    assert rec["n_weights"] == W.size
+    assert rec["zero_weights_pct"] == pytest.approx(100 * (W.size - np.count_nonzero(W)) / W.size)
+    assert rec["n_weights_above_1e-5"] == int(np.count_nonzero(np.abs(W) > 1e-5))
+    assert rec["L"] == n_train and rec["n_classes"] == 3 and rec["n_features"] == Xte.shape[1]
+    assert 0 < rec["fit_time_s"] <= rec["fit_wall_time_s"] + 1e-9
+
+
+def test_run_job_subset_end_to_end(tiny_features, tmp_path):
+    d, Xtr, ytr, Xte, yte = tiny_features
+    subset = np.array([0, 2, 6, 8, 12, 14])  # 2 per class
+    rec, coef_full = runner.run_job(d, subset, "hinge-reg", "l1", None, 1.0, 1e-4, 2000,
+                                    dataset="blobs", experiment="T", subset=3, L=6, seed=7)
+    _check_record(rec, coef_full, Xte, yte, n_train=6)
+    assert (rec["method"], rec["penalty"], rec["groups"], rec["alpha"]) == ("hinge-reg", "l1", None, 1.0)
+    assert (rec["dataset"], rec["experiment"], rec["subset"], rec["seed"]) == ("blobs", "T", 3, 7)
+    assert rec["solver"] == "paper" and rec["stopping"] == "rel_change" and "trace" not in rec
+    import sparsesvm
+
+    assert rec["source_hash"] == sparsesvm.source_hash() and rec["sparsesvm_version"] == sparsesvm.__version__
+    # the same fit done directly gives the same coefficients (the subset rows were used)
+    est = sparsesvm.SparseSVC(method="hinge-reg", penalty="l1", alpha=1.0, tol=1e-4, max_iter=2000)
+    est.fit(Xtr[subset], ytr[subset])
+    assert np.allclose(coef_full[:, :-1], est.coef_) and np.allclose(coef_full[:, -1], est.intercept_)
+    # written atomically and read back into a table
+    path = runner.write_json_atomic(tmp_path / "r.json", rec)
+    df = aggregate.collect([path])
+    assert df.loc[0, "nnz_per_class"] == "+".join(map(str, rec["nnz_per_class"]))
+
+
+def test_run_job_trace_with_reference(tiny_features):
+    d, Xtr, ytr, Xte, yte = tiny_features
+    _, ref = runner.run_job(d, None, "hinge-con", "l1inf", 2, 0.5, 1e-5, 3000)
+    rec, coef_full = runner.run_job(d, None, "hinge-con", "l1inf", 2, 0.5, 1e-3, 3000, trace=True,
+                                    reference_coef=ref)
+    _check_record(rec, coef_full, Xte, yte, n_train=len(ytr))
+    tr = rec["trace"]
+    assert {"iteration", "time", "rel_change", "objective", "rel_dist"} <= set(tr)
+    assert len({len(v) for v in tr.values()}) == 1 and len(tr["time"]) >= 1
+    # the last distance is the distance of the returned solution to the reference
+    expected = np.linalg.norm(coef_full - ref) / np.linalg.norm(ref)
+    assert tr["rel_dist"][-1] == pytest.approx(expected, rel=1e-6, abs=1e-12)
+
+
+def test_run_job_liblinear_peer(tiny_features):
+    d, Xtr, ytr, Xte, yte = tiny_features
+    rec, coef_full = runner.run_job(d, None, "liblinear-cs", "l2", None, 0.1, 1e-3, 1000)
+    _check_record(rec, coef_full, Xte, yte, n_train=len(ytr))
+    assert rec["solver"] == "liblinear" and rec["nnz"] == coef_full[:, :-1].size  # l2: dense
+    with pytest.raises(ValueError, match="l2"):
+        runner.run_job(d, None, "liblinear-cs", "l1", None, 0.1, 1e-3, 1000)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"method": "svm"}, "unknown method"),
+    ({"penalty": "l3"}, "unknown penalty"),
+    ({"alpha": 0.0}, "alpha"),
+    ({"alpha": float("nan")}, "alpha"),
+    ({"tol": -1.0}, "tol"),
+    ({"max_iter": 0}, "max_iter"),
+    ({"groups": 0}, "groups"),
+    ({"subset_indices": np.array([0.5, 1.5])}, "integers"),
+    ({"subset_indices": np.array([1, 1, 2])}, "repeated"),
+    ({"L": 5}, "L=5"),
+])
+def test_run_job_bad_input(tiny_features, kwargs, match):
+    d = tiny_features[0]
+    args = dict(features_dir=d, subset_indices=np.arange(6), method="hinge-reg", penalty="l1", groups=None,
+                alpha=1.0, tol=1e-3, max_iter=10)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        runner.run_job(**args)
+
+
+def test_experiments_package_is_light():
+    """Importing the runner must not pull in pandas/matplotlib (training-job start-up time)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, sparsesvm.experiments.runner; "
+            "print(int('matplotlib' in sys.modules), int('pandas' in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.stdout.split() == ["0", "0"]

@@ -1,0 +1,162 @@
+"""MulticlassOperator against an explicit matrix built entry by entry from the
+definition (T X)[l, k] = S[l, k] - S[l, z_l], for dense and CSR features."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsesvm.operator import MulticlassOperator
+
+
+def make_problem(L, M, K, seed=0, density=None):
+    rng = np.random.default_rng(seed)
+    if density is None:
+        Phi = rng.normal(size=(L, M))
+    else:
+        Phi = sp.random(L, M, density=density, format="csr", random_state=seed,
+                        data_rvs=rng.standard_normal)
+    y = rng.integers(0, K, size=L)
+    m = min(K, L)
+    y[:m] = np.arange(m)  # every class present when L >= K
+    return Phi, y
+
+
+def explicit_matrix(Phi, y, K):
+    """Matrix A of shape (L*K, (M+1)*K) with vec_rowmajor(T X) = A vec_rowmajor(X)."""
+    Phi = Phi.toarray() if sp.issparse(Phi) else np.asarray(Phi, float)
+    L, M = Phi.shape
+    aug = np.hstack([Phi, np.ones((L, 1))])  # only in the test: explicit [Phi 1]
+    A = np.zeros((L * K, (M + 1) * K))
+    for l in range(L):
+        for k in range(K):
+            for j in range(M + 1):
+                # S[l, k] = sum_j aug[l, j] X[j, k]
+                A[l * K + k, j * K + k] += aug[l, j]
+                A[l * K + k, j * K + y[l]] -= aug[l, j]
+    return A
+
+
+SHAPES = [(5, 4, 3), (8, 3, 2), (12, 6, 5), (3, 1, 4)]
+
+
+@pytest.mark.parametrize("L,M,K", SHAPES)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_T_and_adjoint_match_explicit_matrix(L, M, K, sparse):
+    Phi, y = make_problem(L, M, K, seed=L + M + K, density=0.5 if sparse else None)
+    op = MulticlassOperator(Phi, y, K)
+    A = explicit_matrix(Phi, y, K)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(M + 1, K))
+    Y = rng.normal(size=(L, K))
+    np.testing.assert_allclose(op.T(X).ravel(), A @ X.ravel(), atol=1e-12)
+    np.testing.assert_allclose(op.T_adjoint(Y).ravel(), A.T @ Y.ravel(), atol=1e-12)
+    # adjoint identity
+    np.testing.assert_allclose(np.vdot(op.T(X), Y), np.vdot(X, op.T_adjoint(Y)), rtol=1e-12)
+    # the true-class column is exactly zero
+    assert np.all(op.T(X)[np.arange(L), y] == 0.0)
+    # scores
+    dense = Phi.toarray() if sparse else Phi
+    np.testing.assert_allclose(op.scores(X), dense @ X[:-1] + X[-1], atol=1e-12)
+    # ||T|| against the largest singular value of the explicit matrix
+    s_max = np.linalg.svd(A, compute_uv=False)[0]
+    np.testing.assert_allclose(op.norm(max_iter=5000, tol=1e-12), s_max, rtol=1e-6)
+    # the bound ||T|| <= sqrt(K) ||[Phi 1]||
+    aug = np.hstack([dense, np.ones((L, 1))])
+    assert op.norm() <= np.sqrt(K) * np.linalg.norm(aug, 2) * (1 + 1e-12)
+    assert op.norm() <= s_max * (1 + 1e-12)  # power iteration gives a lower bound
+
+
+def test_adjoint_identity_larger_sparse_and_dense_agree():
+    L, M, K = 60, 200, 7
+    Phi, y = make_problem(L, M, K, seed=3, density=0.05)
+    ops = MulticlassOperator(Phi, y, K)
+    opd = MulticlassOperator(Phi.toarray(), y, K)
+    assert sp.isspmatrix_csr(ops.Phi) or sp.issparse(ops.Phi)
+    assert ops.Phi.nnz == Phi.nnz  # never densified
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        X = rng.normal(size=(M + 1, K))
+        Y = rng.normal(size=(L, K))
+        np.testing.assert_allclose(np.vdot(ops.T(X), Y), np.vdot(X, ops.T_adjoint(Y)), rtol=1e-11)
+        np.testing.assert_allclose(ops.T(X), opd.T(X), atol=1e-12)
+        np.testing.assert_allclose(ops.T_adjoint(Y), opd.T_adjoint(Y), atol=1e-12)
+    np.testing.assert_allclose(ops.norm(), opd.norm(), rtol=1e-9)
+
+
+def test_offset_R_and_attributes():
+    Phi, y = make_problem(9, 4, 3, seed=2)
+    op = MulticlassOperator(Phi, y, 3)
+    assert (op.n_samples, op.n_features, op.n_classes) == (9, 4, 3)
+    expect = np.ones((9, 3))
+    for l in range(9):
+        expect[l, y[l]] = 0.0
+    np.testing.assert_array_equal(op.R, expect)
+    # h_l(T X) is the Crammer-Singer hinge max(0, 1 + max_{k != z} S_k - S_z)
+    X = np.random.default_rng(0).normal(size=(5, 3))
+    S = Phi @ X[:-1] + X[-1]
+    hinge = [max(0.0, 1 + max(S[l, k] - S[l, y[l]] for k in range(3) if k != y[l])) for l in range(9)]
+    np.testing.assert_allclose((op.T(X) + op.R).max(1), hinge, atol=1e-12)
+
+
+def test_norm_reproducible_and_cached():
+    Phi, y = make_problem(30, 20, 4, seed=5)
+    a = MulticlassOperator(Phi, y, 4).norm()
+    op = MulticlassOperator(Phi, y, 4)
+    b = op.norm()
+    assert a == b and op.norm_ == b
+    assert op.norm(rng=np.random.default_rng(123)) == pytest.approx(b, rel=1e-5)
+    assert op.norm(rng=7) == pytest.approx(b, rel=1e-5)
+
+
+def test_dtype_promotion_and_inputs_not_modified():
+    Phi, y = make_problem(10, 6, 3, seed=4)
+    op32 = MulticlassOperator(Phi.astype(np.float32), y, 3)
+    assert op32.Phi.dtype == np.float64
+    X = np.random.default_rng(0).normal(size=(7, 3))
+    assert op32.T(X.astype(np.float32)).dtype == np.float64
+    Y = np.random.default_rng(1).normal(size=(10, 3))
+    Yc = Y.copy()
+    op32.T_adjoint(Y)
+    np.testing.assert_array_equal(Y, Yc)
+    # CSC input is accepted (converted to CSR once)
+    opc = MulticlassOperator(sp.csc_matrix(Phi), y, 3)
+    np.testing.assert_allclose(opc.T(X), op32.T(X), atol=1e-6)
+    # integer-valued float labels are accepted
+    MulticlassOperator(Phi, y.astype(float), 3)
+
+
+def test_bad_inputs_raise():
+    Phi, y = make_problem(6, 4, 3, seed=1)
+    with pytest.raises(ValueError, match="n_classes"):
+        MulticlassOperator(Phi, y, 1)
+    with pytest.raises(ValueError, match="n_classes"):
+        MulticlassOperator(Phi, y, 2.5)
+    with pytest.raises(ValueError, match="2-D"):
+        MulticlassOperator(Phi[0], y[:1], 3)
+    with pytest.raises(ValueError, match="length"):
+        MulticlassOperator(Phi, y[:-1], 3)
+    with pytest.raises(ValueError, match="y_idx must lie in"):
+        MulticlassOperator(Phi, np.where(y == 0, 3, y), 3)
+    with pytest.raises(ValueError, match="y_idx must lie in"):
+        MulticlassOperator(Phi, np.where(y == 0, -1, y), 3)
+    with pytest.raises(ValueError, match="integer"):
+        MulticlassOperator(Phi, y + 0.5, 3)
+    bad = Phi.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        MulticlassOperator(bad, y, 3)
+    bads = sp.csr_matrix(Phi)
+    bads.data[0] = np.inf
+    with pytest.raises(ValueError, match="NaN or inf"):
+        MulticlassOperator(bads, y, 3)
+    with pytest.raises(ValueError, match="numeric"):
+        MulticlassOperator(np.array([["a"]] * 6), y, 3)
+    op = MulticlassOperator(Phi, y, 3)
+    with pytest.raises(ValueError, match="X must have shape"):
+        op.T(np.ones((4, 3)))
+    with pytest.raises(ValueError, match="Y must have shape"):
+        op.T_adjoint(np.ones((6, 2)))
+    with pytest.raises(ValueError, match="max_iter"):
+        op.norm(max_iter=0)
+    with pytest.raises(ValueError, match="rng"):
+        op.norm(rng="seed")

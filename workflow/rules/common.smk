@@ -1,0 +1,286 @@
+# Configuration checks and the job table, in one place apart from the rules.
+#
+# The schema (workflow/schemas/config.schema.yaml) checks types and forbids unknown
+# keys; check_config() below adds the checks that a JSON schema cannot express.
+# Everything here runs when the DAG is built, before any job.
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+from snakemake.utils import validate
+
+
+validate(config, "../schemas/config.schema.yaml", set_default=False)
+
+
+RESULTS = config["results"].rstrip("/") or "."
+LOGS = f"{RESULTS}/logs"
+BENCH = f"{RESULTS}/benchmarks"
+ENVS = "../../envs"  # conda: paths are relative to the file holding the rule
+
+DATASETS = ("leukemia", "mnist", "news20")
+#: Which output each experiment feeds.
+PRODUCT = {
+    "e1": "table1",
+    "e2": "figure1",
+    "e3": "figure2",
+    "e4": "figure3",
+    "e5": "figure4",
+}
+#: Groups each penalty accepts (penalties.make_penalty raises for the others).
+GROUPED_PENALTIES = ("l12", "l1inf")
+
+
+class ConfigError(ValueError):
+    """An inconsistent configuration (raised before any job runs)."""
+
+
+def alpha_label(alpha):
+    """Path segment of one alpha: the shortest string that reads back as the same float."""
+    return repr(float(alpha))
+
+
+def size_label(samples_per_class):
+    """Path segment of a training-set size: "all" or the paper's "nK" (n samples per class)."""
+    return "all" if samples_per_class is None else f"{int(samples_per_class)}K"
+
+
+def check_config(cfg):
+    """Cross-field checks of a schema-valid config; raise ConfigError naming the key."""
+    for exp_id, exp in cfg["experiments"].items():
+        where = f"experiments.{exp_id}"
+        spc = exp["samples_per_class"]
+        if spc is None and exp["n_subsets"] != 1:
+            raise ConfigError(
+                f"{where}.n_subsets must be 1 when {where}.samples_per_class is null "
+                f"(the whole training split), got {exp['n_subsets']}"
+            )
+        if spc is not None and exp["dataset"] == "leukemia":
+            raise ConfigError(
+                f"{where}.samples_per_class: leukemia is trained on its whole training split "
+                "(38 samples), set it to null"
+            )
+        if spc is None and exp["dataset"] != "leukemia":
+            raise ConfigError(f"{where}.samples_per_class: {exp['dataset']} needs training subset sizes")
+        groups_of = {}
+        seen = set()
+        for i, grid in enumerate(exp["grids"]):
+            gwhere = f"{where}.grids[{i}]"
+            pen, groups, method = grid["penalty"], grid["groups"], grid["method"]
+            if (pen, method) in seen:
+                raise ConfigError(f"{gwhere}: penalty {pen!r} x method {method!r} appears twice")
+            seen.add((pen, method))
+            if pen in GROUPED_PENALTIES and groups is None:
+                raise ConfigError(f"{gwhere}.groups: penalty {pen!r} needs groups (a block size or 'features')")
+            if pen not in GROUPED_PENALTIES and groups is not None:
+                raise ConfigError(f"{gwhere}.groups: penalty {pen!r} takes no groups (null), got {groups!r}")
+            if method == "ova" and groups == "features":
+                raise ConfigError(f"{gwhere}.groups: one-vs-all ('ova') cannot use across-class groups ('features')")
+            if method == "liblinear-cs" and pen != "l2":
+                raise ConfigError(f"{gwhere}.method: 'liblinear-cs' solves the l2 problem only, got penalty {pen!r}")
+            if groups_of.setdefault(pen, groups) != groups:
+                raise ConfigError(
+                    f"{gwhere}.groups: penalty {pen!r} is used with groups {groups_of[pen]!r} and {groups!r} "
+                    f"in {where}; one experiment uses one grouping per penalty (the result paths name the penalty only)"
+                )
+            if "samples_per_class" in grid:
+                if spc is None:
+                    raise ConfigError(f"{gwhere}.samples_per_class: {where} trains on the whole split")
+                extra = sorted(set(grid["samples_per_class"]) - set(spc))
+                if extra:
+                    raise ConfigError(
+                        f"{gwhere}.samples_per_class: {extra} not in {where}.samples_per_class {spc}"
+                    )
+        trace = exp["trace"]
+        if trace is not None:
+            if spc is None:
+                raise ConfigError(f"{where}.trace needs training subsets (samples_per_class)")
+            if trace["n_subsets"] > exp["n_subsets"]:
+                raise ConfigError(
+                    f"{where}.trace.n_subsets ({trace['n_subsets']}) exceeds {where}.n_subsets ({exp['n_subsets']})"
+                )
+            methods = {g["method"] for g in exp["grids"]}
+            missing = sorted(set(trace["methods"]) - methods)
+            if missing:
+                raise ConfigError(f"{where}.trace.methods: {missing} have no grid in {where}.grids")
+    mirror = cfg["mirror"]
+    if mirror is not None and not Path(mirror).is_dir():
+        raise ConfigError(f"mirror: {mirror!r} is not a directory")
+
+
+check_config(config)
+
+
+# --------------------------------------------------------------------------- the job table
+
+
+def experiment(exp_id):
+    return config["experiments"][exp_id]
+
+
+def grid_sizes(exp_id, grid):
+    """Samples-per-class values of one grid (None = the whole training split)."""
+    exp = experiment(exp_id)
+    if exp["samples_per_class"] is None:
+        return [None]
+    return grid.get("samples_per_class", exp["samples_per_class"])
+
+
+def train_jobs(exp_id):
+    """One dict per training job of an experiment (the grid of the config)."""
+    exp = experiment(exp_id)
+    jobs = []
+    for grid in exp["grids"]:
+        for spc in grid_sizes(exp_id, grid):
+            n_sub = 1 if spc is None else exp["n_subsets"]
+            for alpha in grid["alphas"]:
+                for subset in range(n_sub):
+                    jobs.append(
+                        dict(
+                            dataset=exp["dataset"],
+                            experiment=exp_id,
+                            method=grid["method"],
+                            penalty=grid["penalty"],
+                            alpha=alpha_label(alpha),
+                            L=size_label(spc),
+                            subset=subset,
+                        )
+                    )
+    return jobs
+
+
+RUN_PATTERN = (
+    RESULTS + "/{dataset}/runs/{experiment}/{method}/{penalty}/alpha~{alpha}/L~{L}/subset~{subset}.json"
+)
+TRACE_PATTERN = RESULTS + "/{dataset}/traces/{experiment}/{method}/{penalty}/L~{L}/subset~{subset}.json"
+
+
+def run_files(exp_id, **only):
+    """Result files of an experiment's training jobs (optionally only those matching `only`)."""
+    return [
+        RUN_PATTERN.format(**job)
+        for job in train_jobs(exp_id)
+        if all(str(job[k]) == str(v) for k, v in only.items())
+    ]
+
+
+def trace_jobs(exp_id):
+    exp = experiment(exp_id)
+    trace = exp["trace"]
+    if trace is None:
+        return []
+    jobs = []
+    for grid in exp["grids"]:
+        if grid["method"] not in trace["methods"]:
+            continue
+        for spc in grid_sizes(exp_id, grid):
+            for subset in range(trace["n_subsets"]):
+                jobs.append(
+                    dict(
+                        dataset=exp["dataset"],
+                        experiment=exp_id,
+                        method=grid["method"],
+                        penalty=grid["penalty"],
+                        L=size_label(spc),
+                        subset=subset,
+                    )
+                )
+    return jobs
+
+
+def trace_files(exp_id):
+    return [TRACE_PATTERN.format(**job) for job in trace_jobs(exp_id)]
+
+
+def groups_of(exp_id, penalty):
+    for grid in experiment(exp_id)["grids"]:
+        if grid["penalty"] == penalty:
+            return grid["groups"]
+    raise ConfigError(f"experiments.{exp_id} has no grid with penalty {penalty!r}")
+
+
+def subset_sizes(dataset):
+    """Samples-per-class values of every configured experiment on a dataset, with their subset counts.
+
+    Every experiment of the config counts, selected or not, so that the set of
+    subsets (and hence the MNIST training images scattered) does not depend on
+    which experiments a run selects.
+    """
+    sizes = {}
+    for exp_id, exp in config["experiments"].items():
+        if exp["dataset"] != dataset:
+            continue
+        for grid in exp["grids"]:
+            for spc in grid_sizes(exp_id, grid):
+                if spc is not None:
+                    sizes[spc] = max(sizes.get(spc, 0), exp["n_subsets"])
+    return dict(sorted(sizes.items()))
+
+
+def subset_file(dataset, spc, subset):
+    return f"{RESULTS}/{dataset}/subsets/L~{size_label(spc)}/subset~{subset}.npy"
+
+
+def all_subset_files(dataset):
+    return [subset_file(dataset, spc, i) for spc, n in subset_sizes(dataset).items() for i in range(n)]
+
+
+def features_dir(dataset):
+    return f"{RESULTS}/{dataset}/features"
+
+
+def download_file(dataset, key):
+    return f"{RESULTS}/downloads/{config['downloads'][dataset][key]['file']}"
+
+
+def downloads_of(dataset):
+    return {key: download_file(dataset, key) for key in config["downloads"][dataset]}
+
+
+def experiments_of(dataset):
+    return [e for e, exp in config["experiments"].items() if exp["dataset"] == dataset]
+
+
+def selected_experiments():
+    return [e for e in config["run"] if experiment(e)["dataset"] in config["datasets"]]
+
+
+# --------------------------------------------------------------------------- code triggers
+#
+# Snakemake's `code` rerun trigger sees a rule's script, not the package it imports.
+# Each rule that calls the package takes a `params:` hash of the package files it
+# depends on, so that editing the solver reruns training only, editing the figure
+# code reruns the figures only, and neither reruns downloads or features.
+
+_SPEC = importlib.util.find_spec("sparsesvm")
+if _SPEC is None or not _SPEC.submodule_search_locations:
+    raise ConfigError("the sparsesvm package is not importable: install it (pip install -e .[workflow])")
+PACKAGE_DIR = Path(list(_SPEC.submodule_search_locations)[0])
+_DATA_MODULES = ("datasets.py", "features.py", "subsets.py")
+_REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py")
+
+
+def _hash_files(paths):
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        rel = path.relative_to(PACKAGE_DIR).as_posix()
+        digest.update(rel.encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"<missing>")
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+_ALL_MODULES = [p for p in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts]
+#: data preparation: downloads' parsers, features, subsets
+DATA_CODE = _hash_files([PACKAGE_DIR / m for m in _DATA_MODULES])
+#: training: every module except the data preparation and the tables/figures code
+TRAIN_CODE = _hash_files(
+    [
+        p
+        for p in _ALL_MODULES
+        if p.relative_to(PACKAGE_DIR).as_posix() not in _DATA_MODULES + _REPORT_MODULES
+    ]
+)
+#: aggregation, tables and figures
+REPORT_CODE = _hash_files([PACKAGE_DIR / m for m in _REPORT_MODULES])

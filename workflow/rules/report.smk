@@ -1,0 +1,168 @@
+# Products: Table 1 (E1) and Figures 1-4 (E2-E5), wrapped in report() with captions so
+# that `snakemake --report report.zip` gives a browsable report; and the target rules.
+
+TABLE1 = [f"{RESULTS}/tables/table1.{ext}" for ext in ("csv", "md", "tex")]
+FIGURES = {
+    n: [f"{RESULTS}/figures/figure{n}.{ext}" for ext in ("png", "pdf")] for n in (1, 2, 3, 4)
+}
+
+
+def product_files(exp_id):
+    """Every final output of an experiment: its tables and its table or figure."""
+    product = PRODUCT[exp_id]
+    files = TABLE1 if product == "table1" else FIGURES[int(product[-1])]
+    return experiment_tables(exp_id) + files
+
+
+rule table1:
+    input:
+        runs=runs_table("e1"),
+    output:
+        csv=report(TABLE1[0], caption="../report/table1.rst", category="Table 1 (E1, leukemia)"),
+        md=TABLE1[1],
+        tex=TABLE1[2],
+    params:
+        code=REPORT_CODE,
+    log:
+        LOGS + "/products/table1.log",
+    benchmark:
+        BENCH + "/products/table1.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    script:
+        "../scripts/table1.py"
+
+
+rule figure1:
+    input:
+        runs=runs_table("e2"),
+    output:
+        png=report(FIGURES[1][0], caption="../report/figure1.rst", category="Figure 1 (E2, MNIST)"),
+        pdf=FIGURES[1][1],
+    params:
+        code=REPORT_CODE,
+        title="Figure 1 (E2): MNIST, scattering features, l1,inf (groups: 81 channels per position)",
+    log:
+        LOGS + "/products/figure1.log",
+    benchmark:
+        BENCH + "/products/figure1.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    script:
+        "../scripts/figure_accuracy.py"
+
+
+rule figure2:
+    input:
+        runs=runs_table("e3"),
+    output:
+        png=report(FIGURES[2][0], caption="../report/figure2.rst", category="Figure 2 (E3, News20)"),
+        pdf=FIGURES[2][1],
+    params:
+        code=REPORT_CODE,
+        title="Figure 2 (E3): 20 Newsgroups, TF-IDF, l1,2 (across-class groups)",
+    log:
+        LOGS + "/products/figure2.log",
+    benchmark:
+        BENCH + "/products/figure2.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    script:
+        "../scripts/figure_accuracy.py"
+
+
+rule figure3:
+    input:
+        runs=runs_table("e4"),
+        traces=trace_files("e4"),
+    output:
+        png=report(FIGURES[3][0], caption="../report/figure3.rst", category="Figure 3 (E4, MNIST timing)"),
+        pdf=FIGURES[3][1],
+        traces=f"{RESULTS}/{experiment('e4')['dataset']}/tables/e4_traces.csv",
+    params:
+        code=REPORT_CODE,
+        title="Figure 3 (E4): MNIST, l1,inf: fit time and distance to the final solution",
+    log:
+        LOGS + "/products/figure3.log",
+    benchmark:
+        BENCH + "/products/figure3.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    script:
+        "../scripts/figure_timing.py"
+
+
+rule figure4:
+    input:
+        runs=runs_table("e5"),
+    output:
+        png=report(FIGURES[4][0], caption="../report/figure4.rst", category="Figure 4 (E5, MNIST l2 timing)"),
+        pdf=FIGURES[4][1],
+    params:
+        code=REPORT_CODE,
+        title="Figure 4 (E5): MNIST, l2: fit time vs alpha; weights above 1e-5, l2 vs l1,inf",
+    log:
+        LOGS + "/products/figure4.log",
+    benchmark:
+        BENCH + "/products/figure4.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    script:
+        "../scripts/figure_l2.py"
+
+
+# --------------------------------------------------------------------------- targets
+# `snakemake --cores N e2` (one experiment), `... figure1` (one product: a rule above),
+# `... mnist` (every experiment on one dataset, selected by `run` or not).
+
+
+rule e1:
+    input:
+        product_files("e1"),
+
+
+rule e2:
+    input:
+        product_files("e2"),
+
+
+rule e3:
+    input:
+        product_files("e3"),
+
+
+rule e4:
+    input:
+        product_files("e4"),
+
+
+rule e5:
+    input:
+        product_files("e5"),
+
+
+rule leukemia:
+    input:
+        [product_files(e) for e in experiments_of("leukemia")],
+
+
+rule mnist:
+    input:
+        [product_files(e) for e in experiments_of("mnist")],
+
+
+rule news20:
+    input:
+        [product_files(e) for e in experiments_of("news20")],
+
+
+localrules:
+    e1,
+    e2,
+    e3,
+    e4,
+    e5,
+    leukemia,
+    mnist,
+    news20,
+    all,

@@ -1,0 +1,89 @@
+# Training: one job per dataset x experiment x method x penalty x alpha x L x subset.
+# Each job fits on one training subset, evaluates on the whole test split and writes
+# one JSON record (spec section 5). threads: 1 and BLAS pinned to one thread, so that
+# the fit times of concurrent jobs are comparable.
+
+
+def train_input(wildcards):
+    files = {"features": features_dir(wildcards.dataset)}
+    if wildcards.L != "all":
+        files["subset"] = subset_file(wildcards.dataset, int(wildcards.L[:-1]), wildcards.subset)
+    return files
+
+
+def train_settings(wildcards):
+    exp = experiment(wildcards.experiment)
+    return dict(
+        groups=groups_of(wildcards.experiment, wildcards.penalty),
+        tol=exp["tol"],
+        max_iter=exp["max_iter"],
+        solver=exp["solver"],
+        stopping=exp["stopping"],
+    )
+
+
+rule train:
+    input:
+        unpack(train_input),
+    output:
+        RUN_PATTERN,
+    params:
+        settings=train_settings,
+        code=TRAIN_CODE,
+    log:
+        LOGS + "/{dataset}/runs/{experiment}/{method}/{penalty}/alpha~{alpha}/L~{L}/subset~{subset}.log",
+    benchmark:
+        BENCH + "/{dataset}/runs/{experiment}/{method}/{penalty}/alpha~{alpha}/L~{L}/subset~{subset}.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+        experiment="e[1-5]",
+        alpha=r"[0-9][0-9.e+-]*",
+        L=r"all|\d+K",
+        subset=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards: 1000 if wildcards.dataset == "leukemia" else 4000,
+        runtime=lambda wildcards: 30 if wildcards.dataset == "leukemia" else 120,
+    script:
+        "../scripts/train.py"
+
+
+def trace_input(wildcards):
+    files = train_input(wildcards)
+    files["runs"] = run_files(
+        wildcards.experiment, method=wildcards.method, penalty=wildcards.penalty, L=wildcards.L
+    )
+    return files
+
+
+rule trace:
+    # Figure 3: relative distance to the final solution X_inf at the method's best alpha
+    # (fewest mean test errors over the experiment's subsets at this L). The fit is run
+    # twice: once at trace.reference_tol to get X_inf, once with the trace on.
+    input:
+        unpack(trace_input),
+    output:
+        TRACE_PATTERN,
+    params:
+        settings=train_settings,
+        reference_tol=lambda wildcards: experiment(wildcards.experiment)["trace"]["reference_tol"],
+        code=TRAIN_CODE,
+    log:
+        LOGS + "/{dataset}/traces/{experiment}/{method}/{penalty}/L~{L}/subset~{subset}.log",
+    benchmark:
+        BENCH + "/{dataset}/traces/{experiment}/{method}/{penalty}/L~{L}/subset~{subset}.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+        experiment="e[1-5]",
+        L=r"all|\d+K",
+        subset=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    script:
+        "../scripts/trace.py"

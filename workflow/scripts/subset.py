@@ -1,0 +1,17 @@
+"""One seeded class-balanced training subset: n samples per class (the paper's L = nK)."""
+import sys
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
+
+import numpy as np
+
+from sparsesvm import subsets
+
+w = snakemake.wildcards  # noqa: F821
+y = np.load(snakemake.input[0])  # noqa: F821
+per_class, index = int(w.n), int(w.subset)
+# Subset s does not depend on how many subsets are drawn (balanced_subsets' design), so
+# subset s is the same in every experiment and for every n_subsets.
+idx = subsets.balanced_subsets(y, per_class, index + 1, seed=[snakemake.params.seed, per_class])[index]  # noqa: F821
+np.save(snakemake.output[0], idx)  # noqa: F821
+print(f"{w.dataset} L={per_class}K subset {index}: {idx.size} indices", file=sys.stderr)
