@@ -299,27 +299,3 @@ def write_tiny_mirror(directory, *, mnist_train_per_class=6, mnist_test_per_clas
     return {"root": str(root), "files": files, "checksums": checksums, "sources": sources,
             "expected": expected, "labels": labels}
 
-
-# --------------------------------------------------------------------------------------
-# the real offline mirror
-# --------------------------------------------------------------------------------------
-
-
-def find_mirror():
-    """The offline data mirror: ``$SPARSESVM_MIRROR`` or ``<repo>/../shared/data``.
-
-    Returns
-    -------
-    (Path or None, str)
-        The directory (None when absent) and a skip reason for pytest.
-    """
-    import os
-
-    env = os.environ.get("SPARSESVM_MIRROR")
-    path = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    files = list(MNIST_FILES.values()) + [NEWS20_FILE] + list(LEUKEMIA_FILES.values())
-    missing = [f for f in files if not (path / f).is_file()]
-    if missing:
-        return None, (f"offline data mirror not found at {path} (missing {missing[0]}); "
-                      "set SPARSESVM_MIRROR to its directory")
-    return path, ""

@@ -15,8 +15,8 @@ import fixtures_data as fd
 from sparsesvm import datasets
 from sparsesvm.datasets import ChecksumError, DownloadError
 
-MIRROR, MIRROR_REASON = fd.find_mirror()
-needs_mirror = pytest.mark.skipif(MIRROR is None, reason=MIRROR_REASON or "mirror present")
+# Tests on the real offline mirror take the ``mirror_dir`` fixture (tests/conftest.py):
+# skipped, with the reason, when the mirror is absent.
 
 
 def sha256(data):
@@ -232,6 +232,16 @@ def test_download_from_mirror_directory(tiny, tmp_path):
         datasets.download([], tmp_path / "nothere.gz", digest, mirror=tiny["root"])
 
 
+def test_fetch_by_name_from_a_sources_table(tiny, tmp_path):
+    name = "leukemia/table_ALL_AML_samples.tsv"
+    dest = datasets.fetch(name, tmp_path / "t.tsv", sources=tiny["sources"])
+    assert dest.read_bytes() == (Path(tiny["root"]) / name).read_bytes()
+    with pytest.raises(ChecksumError, match="t2.tsv"):  # the real checksum rejects the tiny file
+        datasets.fetch(name, tmp_path / "t2.tsv", mirror=tiny["root"])
+    with pytest.raises(ValueError, match="unknown source"):
+        datasets.fetch("mnist/nope.gz", tmp_path / "x")
+
+
 def test_existing_good_file_is_kept_and_bad_one_replaced(payload, tmp_path):
     raw, src = payload
     digest = sha256(src.read_bytes())
@@ -267,8 +277,8 @@ def test_sources_table_is_well_formed():
             assert all(u.endswith(Path(name).name) for u in entry["urls"])
 
 
-@needs_mirror
-def test_sources_checksums_hold_on_the_mirror(tmp_path):
+@pytest.mark.mirror
+def test_sources_checksums_hold_on_the_mirror(mirror_dir, tmp_path):
     readme_md5_decompressed = {  # from the mirror's README
         "mnist/train-images-idx3-ubyte.gz": "6bbc9ace898e44ae57da46a324031adb",
         "mnist/t10k-images-idx3-ubyte.gz": "2646ac647ad5339dbf082846283269ea",
@@ -278,21 +288,21 @@ def test_sources_checksums_hold_on_the_mirror(tmp_path):
         "mnist/t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
     }
     for name, entry in datasets.SOURCES.items():
-        datasets.verify_file(MIRROR / name, entry["checksum"], algorithm=entry["algorithm"],
+        datasets.verify_file(mirror_dir / name, entry["checksum"], algorithm=entry["algorithm"],
                              decompressed=entry["decompressed"])
     for name, digest in readme_md5_decompressed.items():
         assert datasets.SOURCES[name]["md5_decompressed"] == digest
-        datasets.verify_file(MIRROR / name, digest, algorithm="md5", decompressed=True)
+        datasets.verify_file(mirror_dir / name, digest, algorithm="md5", decompressed=True)
     for name, digest in readme_md5_gz.items():
         assert datasets.SOURCES[name]["md5_original_gz"] == digest
-        assert datasets.file_digest(MIRROR / name, "md5") == digest
+        assert datasets.file_digest(mirror_dir / name, "md5") == digest
     # one real download through the mirror option
     name = "mnist/t10k-labels-idx1-ubyte.gz"
     entry = datasets.SOURCES[name]
     dest = datasets.download(entry["urls"], tmp_path / name, entry["checksum"],
                              algorithm=entry["algorithm"], decompressed=entry["decompressed"],
-                             mirror=MIRROR, name=name)
-    assert dest.read_bytes() == (MIRROR / name).read_bytes()
+                             mirror=mirror_dir, name=name)
+    assert dest.read_bytes() == (mirror_dir / name).read_bytes()
 
 
 # ---------------------------------------------------------------------------------- MNIST
@@ -375,9 +385,9 @@ def test_mnist_images_and_labels_must_agree(tiny, tmp_path):
                             expected=None)
 
 
-@needs_mirror
-def test_mnist_real_mirror():
-    ds = datasets.load_mnist(*(MIRROR / f for f in fd.MNIST_FILES.values()))
+@pytest.mark.mirror
+def test_mnist_real_mirror(mirror_dir):
+    ds = datasets.load_mnist(*(mirror_dir / f for f in fd.MNIST_FILES.values()))
     assert ds.X_train.shape == (60000, 28, 28) and ds.X_test.shape == (10000, 28, 28)
     assert ds.X_train.dtype == np.uint8
     # the published class sizes of the MNIST test set
@@ -473,10 +483,10 @@ def test_leukemia_train_and_test_must_share_probes(tmp_path, tiny):
         datasets.load_leukemia(train, other, samples, expected=None)
 
 
-@needs_mirror
-def test_leukemia_real_mirror():
+@pytest.mark.mirror
+def test_leukemia_real_mirror(mirror_dir):
     pd = pytest.importorskip("pandas")
-    paths = _leuk_paths(MIRROR)
+    paths = _leuk_paths(mirror_dir)
     ds = datasets.load_leukemia(*paths)  # default checks: 7129 genes, 19/8/11 and 19/1/14
     assert ds.X_train.shape == (38, 7129) and ds.X_test.shape == (34, 7129)
     np.testing.assert_array_equal(np.bincount(ds.y_train), [19, 8, 11])
@@ -527,9 +537,35 @@ def test_news20_errors(tiny, tmp_path):
     html = fd.write_bytes(tmp_path / "page.tar.gz", b"<html>moved</html>", gz=False)
     with pytest.raises(ValueError, match=r"page.tar.gz: not a readable tar archive"):
         datasets.load_news20(html, expected=None)
+    evil = fd.write_news_tarball(tmp_path / "e.tar.gz", {
+        "20news-bydate-train": {"a.b": ["x"]}, "20news-bydate-test": {"a.b": ["y"]},
+        "20news-bydate-test/../../escape": {"c.d": ["z"]},
+    })
+    with pytest.raises(ValueError, match=r"e.tar.gz: unsafe"):
+        datasets.load_news20(evil, expected=None)
     mixed = fd.write_news_tarball(tmp_path / "m.tar.gz", {
         "20news-bydate-train": {"a.b": ["x y"], "c.d": ["z w"]},
         "20news-bydate-test": {"a.b": ["x"], "e.f": ["w"]},
     })
     with pytest.raises(ValueError, match=r"different groups"):
         datasets.load_news20(mixed, expected=None)
+
+
+def test_tiny_mirror_is_deterministic(tiny, tmp_path):
+    # the workflow's test config pins these digests: same bytes on every run
+    again = fd.write_tiny_mirror(tmp_path / "again")
+    assert again["checksums"] == tiny["checksums"]
+    assert sorted(again["files"]) == sorted(datasets.SOURCES)
+
+
+def test_downloaded_file_gets_the_usual_permissions(payload, tmp_path):
+    import os
+    import stat
+
+    raw, src = payload
+    mask = os.umask(0o022)
+    try:
+        dest = datasets.download(src.as_uri(), tmp_path / "d.gz", sha256(src.read_bytes()))
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o644

@@ -17,7 +17,9 @@ CASES = [
     ("l12", 1, 5, 3),
     ("l12", 6, 6, 4),
     ("l12", "features", 7, 3),
+    ("l12", 4, 10, 3),
     ("l1inf", 3, 7, 3),
+    ("l1inf", 4, 10, 3),
     ("l1inf", 4, 8, 2),
     ("l1inf", 1, 5, 3),
     ("l1inf", 6, 6, 4),
@@ -196,6 +198,9 @@ def test_dtype_and_zero_step(name, groups):
     Xc = X.copy()
     pen.prox(X, 0.5)
     np.testing.assert_array_equal(X, Xc)
+    # the unchecked path (solver loops) gives the same answers
+    np.testing.assert_array_equal(pen.prox(X, 0.5, check_input=False), pen.prox(X, 0.5))
+    assert pen.value(X, check_input=False) == pen.value(X)
 
 
 def test_make_penalty_validation():
@@ -233,3 +238,22 @@ def test_make_penalty_validation():
         pen.prox(np.ones((6, 3)), -1.0)
     with pytest.raises(ValueError, match="step"):
         pen.prox(np.ones((6, 3)), np.ones(2))
+
+
+@pytest.mark.parametrize("K", [1, 3])
+def test_unit_blocks_are_soft_thresholding_and_input_untouched(K):
+    """Blocks of size 1 make l12 and l1inf equal to l1 (independent closed form);
+    with b = 1 or K = 1 the group view could alias the input: it must not be modified."""
+    rng = np.random.default_rng(11)
+    M = 6
+    X = _X(rng, M, K)
+    Xc = X.copy()
+    soft = np.sign(X[:-1]) * np.maximum(np.abs(X[:-1]) - 0.4, 0)
+    for name in ("l12", "l1inf"):
+        for groups in (1, M, "features"):
+            pen = make_penalty(name, groups, M, K)
+            P = pen.prox(X, 0.4)
+            np.testing.assert_array_equal(X, Xc)
+            if groups == 1 or (groups == "features" and K == 1):
+                np.testing.assert_allclose(P[:-1], soft, atol=1e-14)
+                np.testing.assert_allclose(pen.value(X), np.abs(X[:-1]).sum(), rtol=1e-12)

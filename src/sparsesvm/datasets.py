@@ -24,7 +24,6 @@ import contextlib
 import gzip
 import hashlib
 import os
-import shutil
 import tarfile
 import tempfile
 import urllib.parse
@@ -32,7 +31,6 @@ import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -47,6 +45,7 @@ __all__ = [
     "LEUKEMIA_EXPECTED",
     "LEUKEMIA_CLASSES",
     "download",
+    "fetch",
     "file_digest",
     "verify_file",
     "read_mnist_images",
@@ -273,6 +272,30 @@ class TextDataset:
 # --------------------------------------------------------------------------------------
 
 
+def _umask():
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # pragma: no cover - non-Linux
+    os.umask(mask)  # pragma: no cover
+    return mask  # pragma: no cover
+
+
+def _make_temp(directory, name, suffix):
+    """A temporary file next to its final name, with the mode a new file would get.
+
+    ``tempfile.mkstemp`` creates files readable by their owner only; the final files
+    (shared datasets and features) get the usual ``0o666 & ~umask``.
+    """
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=suffix)
+    os.fchmod(fd, 0o666 & ~_umask())
+    return fd, tmp
+
+
 def _normalise_checksums(checksum, algorithm):
     if algorithm not in hashlib.algorithms_guaranteed:
         raise ValueError(
@@ -321,7 +344,7 @@ def _content_digest(path, algorithm, decompressed):
             raw.update(chunk)
     raw_digest = raw.hexdigest()
     if _looks_like_html(head):
-        return raw_digest, raw_digest, "the file is an HTML page, not data"
+        return raw_digest, raw_digest, "the file is an HTML page (an error page?), not data"
     is_gzip = head[:2] == _GZIP_MAGIC
     if decompressed and not is_gzip:
         return raw_digest, raw_digest, "expected a gzip file (no gzip magic number)"
@@ -536,7 +559,7 @@ def download(
     attempts = []
     content_errors = []
     for url in sources:
-        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+        fd, tmp_name = _make_temp(dest.parent, dest.name, ".part")
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as out:
@@ -568,11 +591,41 @@ def download(
 
     if content_errors:
         last = content_errors[-1]
-        raise ChecksumError(
-            dest, digests, last.actual, algorithm, reason=last.reason,
-            attempts=attempts if len(sources) > 1 else None,
-        )
+        if len(sources) > 1:
+            raise ChecksumError(dest, digests, last.actual, algorithm, reason=last.reason,
+                                attempts=attempts)
+        reason = f"{last.reason}; source {sources[0]}" if last.reason else f"source {sources[0]}"
+        raise ChecksumError(dest, digests, last.actual, algorithm, reason=reason)
     raise DownloadError(f"could not download {dest}: " + "; ".join(attempts))
+
+
+def fetch(name, dest, *, mirror=None, sources=None, timeout=60.0):
+    """Download one file of :data:`SOURCES` (or of a table like it) by its relative name.
+
+    Parameters
+    ----------
+    name : str
+        Key of the table, e.g. "mnist/train-images-idx3-ubyte.gz".
+    dest : str or Path
+    mirror : str or Path, optional
+        Take ``<mirror>/<name>`` instead of the URLs.
+    sources : dict, optional
+        A table with entries ``{"urls", "checksum", "algorithm", "decompressed"}``
+        (default :data:`SOURCES`; the workflow passes its configured table).
+    timeout : float
+
+    Returns
+    -------
+    Path
+    """
+    table = SOURCES if sources is None else sources
+    if name not in table:
+        raise ValueError(f"unknown source {name!r}; known: {sorted(table)}")
+    entry = table[name]
+    return download(entry.get("urls", []), dest, entry["checksum"],
+                    algorithm=entry.get("algorithm", "sha256"),
+                    decompressed=bool(entry.get("decompressed", False)),
+                    mirror=mirror, name=name, timeout=timeout)
 
 
 # --------------------------------------------------------------------------------------
@@ -721,6 +774,18 @@ def load_mnist(train_images, train_labels, test_images, test_labels, *, expected
 _NEWS20_SPLITS = ("20news-bydate-train", "20news-bydate-test")
 
 
+def _safe_extract(tf, members, work, tarball):
+    """Extract regular files and folders only, never outside ``work``."""
+    if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
+        tf.extractall(work, filter="data")
+        return
+    for m in members:  # pragma: no cover - older Pythons
+        parts = Path(m.name).parts
+        if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+            raise ValueError(f"{tarball}: unsafe member {m.name!r} (absolute path, '..' or link)")
+    tf.extractall(work)  # pragma: no cover
+
+
 def load_news20(tarball, *, expected=NEWS20_EXPECTED, tmpdir=None):
     """Read the 20 Newsgroups "bydate" tarball with scikit-learn's ``load_files``.
 
@@ -763,7 +828,9 @@ def load_news20(tarball, *, expected=NEWS20_EXPECTED, tmpdir=None):
                         f"{tarball}: expected top-level folders {list(_NEWS20_SPLITS)}, "
                         f"missing {missing} (found {sorted(tops)[:5]})"
                     )
-                tf.extractall(work, filter="data")
+                _safe_extract(tf, members, work, tarball)
+        except getattr(tarfile, "FilterError", ()) as exc:
+            raise ValueError(f"{tarball}: unsafe archive member ({exc})") from exc
         except (tarfile.TarError, EOFError, zlib.error) as exc:
             raise ValueError(f"{tarball}: damaged or truncated tar archive ({exc})") from exc
         except OSError as exc:

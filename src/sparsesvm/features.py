@@ -20,11 +20,12 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+from .datasets import _make_temp
 
 __all__ = [
     "identity",
@@ -101,7 +102,17 @@ def _n_channels(J, L, max_order=2):
     return n
 
 
-def scattering_layout(J=2, L=8, shape=(28, 28)):
+def _check_oversample(J, oversample):
+    o = int(oversample)
+    if o < 1 or o > 2 ** J or (o & (o - 1)):
+        raise ValueError(
+            f"scattering: oversample must be a power of 2 between 1 and 2**J = {2 ** J}, "
+            f"got {oversample}"
+        )
+    return o
+
+
+def scattering_layout(J=2, L=8, shape=(28, 28), oversample=1):
     """Describe the position-major layout of :func:`scattering`'s feature vectors.
 
     Parameters
@@ -110,20 +121,25 @@ def scattering_layout(J=2, L=8, shape=(28, 28)):
         Scale and number of angles of the scattering transform.
     shape : tuple of int
         Image size (rows, cols).
+    oversample : int
+        Oversampling factor of the maps (see :func:`scattering`); 1 = kymatio's maps.
 
     Returns
     -------
     dict
         ``order`` ("position-major"), ``n_channels`` C (81 for J=2, L=8), ``n_positions``
-        P (49 for 28 x 28 images), ``spatial_shape`` [7, 7], ``group_size`` C,
-        ``n_features`` C * P, ``index`` (a formula: feature ``p * C + c`` is channel
-        ``c`` at position ``p = row * spatial_shape[1] + col``) and ``channels``: one dict
-        per channel in kymatio's order (order 0; order 1 by (j1, theta1); order 2 by
-        (j1, theta1, j2, theta2) with j2 > j1), each with ``order``, ``j`` and ``theta``.
+        P (49 for 28 x 28 images; 196 with ``oversample=2``), ``spatial_shape`` ([7, 7];
+        [14, 14]), ``stride`` (pixels between positions: 2**J / oversample),
+        ``group_size`` C, ``n_features`` C * P, ``index`` (a formula: feature ``p * C + c``
+        is channel ``c`` at position ``p = row * spatial_shape[1] + col``) and
+        ``channels``: one dict per channel in kymatio's order (order 0; order 1 by
+        (j1, theta1); order 2 by (j1, theta1, j2, theta2) with j2 > j1), each with
+        ``order``, ``j`` and ``theta``.
     """
     J, L = int(J), int(L)
     if J < 1 or L < 1:
         raise ValueError(f"scattering needs J >= 1 and L >= 1, got J={J}, L={L}")
+    o = _check_oversample(J, oversample)
     rows, cols = (int(s) for s in shape)
     if rows < 2 ** J or cols < 2 ** J:
         raise ValueError(f"images of {rows}x{cols} are smaller than 2**J = {2 ** J}")
@@ -137,12 +153,15 @@ def scattering_layout(J=2, L=8, shape=(28, 28)):
                 channels.append({"order": 2, "j": [j1, j2], "theta": [t1, t2]})
     C = len(channels)
     assert C == _n_channels(J, L)
-    spatial = [-(-rows // 2 ** J), -(-cols // 2 ** J)]
+    spatial = [-(-rows // 2 ** J) * o, -(-cols // 2 ** J) * o]
     P = spatial[0] * spatial[1]
     return {
-        "transform": "kymatio Scattering2D (NumPy frontend), max_order 2",
+        "transform": "kymatio Scattering2D (NumPy frontend), max_order 2"
+        + ("" if o == 1 else f", oversampled x{o} by shifted inputs (approximate)"),
         "J": J,
         "L": L,
+        "oversample": o,
+        "stride": 2 ** J // o,
         "input_shape": [rows, cols],
         "order": "position-major",
         "n_channels": C,
@@ -155,7 +174,16 @@ def scattering_layout(J=2, L=8, shape=(28, 28)):
     }
 
 
-def scattering(images, J=2, L=8, batch_size=256, progress=True, *, out=None):
+def _shift_up_left(x, dr, dc):
+    """y[:, i, j] = x[:, i + dr, j + dc], zero outside (x: (b, rows, cols))."""
+    if dr == 0 and dc == 0:
+        return x
+    y = np.zeros_like(x)
+    y[:, : x.shape[1] - dr, : x.shape[2] - dc] = x[:, dr:, dc:]
+    return y
+
+
+def scattering(images, J=2, L=8, batch_size=256, progress=True, *, out=None, oversample=1):
     """2-D scattering features of images, position-major.
 
     Uses kymatio's NumPy frontend (``ScatteringNumPy2D``, max_order 2) in batches, with a
@@ -176,6 +204,13 @@ def scattering(images, J=2, L=8, batch_size=256, progress=True, *, out=None):
         Show a tqdm progress bar on stderr.
     out : ndarray, optional
         float32 array (n, C * P) to fill (e.g. a ``numpy.lib.format.open_memmap``).
+    oversample : int
+        1 (default): kymatio's maps, subsampled by 2**J (7 x 7 for MNIST, M = 3969).
+        2 (or another power of 2 up to 2**J): an approximate oversampled variant, closer to
+        the paper's ScatNet features (14 x 14 maps, M = 15876 for MNIST): the transform
+        of the image shifted by (a, b) * 2**J / oversample pixels (zero fill) gives the
+        maps' entries at offsets (a, b); exact up to kymatio's border padding. Costs
+        ``oversample**2`` times more.
 
     Returns
     -------
@@ -188,8 +223,10 @@ def scattering(images, J=2, L=8, batch_size=256, progress=True, *, out=None):
     if batch_size < 1:
         raise ValueError(f"scattering: batch_size must be >= 1, got {batch_size}")
     n, rows, cols = images.shape
-    layout = scattering_layout(J, L, (rows, cols))
+    layout = scattering_layout(J, L, (rows, cols), oversample)
     C, P = layout["n_channels"], layout["n_positions"]
+    o, stride = layout["oversample"], layout["stride"]
+    h, w = layout["spatial_shape"][0] // o, layout["spatial_shape"][1] // o
     if out is None:
         out = np.empty((n, C * P), dtype=np.float32)
     elif out.shape != (n, C * P) or out.dtype != np.float32:
@@ -209,13 +246,16 @@ def scattering(images, J=2, L=8, batch_size=256, progress=True, *, out=None):
             x = np.ascontiguousarray(images[start:stop], dtype=np.float32)
             if scale is not None:
                 x *= scale
-            coeffs = S.scattering(x)  # (b, C, H', W')
-            if coeffs.shape[1:] != (C, *layout["spatial_shape"]):
-                raise RuntimeError(
-                    f"kymatio returned maps of shape {coeffs.shape[1:]}, expected "
-                    f"{(C, *layout['spatial_shape'])}"
-                )
-            out[start:stop] = coeffs.transpose(0, 2, 3, 1).reshape(stop - start, C * P)
+            maps = np.empty((stop - start, h * o, w * o, C), dtype=np.float32)
+            for a in range(o):
+                for b in range(o):
+                    coeffs = S.scattering(_shift_up_left(x, a * stride, b * stride))
+                    if coeffs.shape[1:] != (C, h, w):
+                        raise RuntimeError(
+                            f"kymatio returned maps of shape {coeffs.shape[1:]}, expected {(C, h, w)}"
+                        )
+                    maps[:, a::o, b::o, :] = coeffs.transpose(0, 2, 3, 1)
+            out[start:stop] = maps.reshape(stop - start, C * P)
             bar.update(stop - start)
     return out
 
@@ -316,7 +356,7 @@ def _jsonable(obj):
 @contextlib.contextmanager
 def _atomic_path(final, suffix):
     final = Path(final)
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.stem}.", suffix=suffix)
+    fd, tmp = _make_temp(final.parent, final.stem, suffix)
     os.close(fd)
     try:
         yield tmp

@@ -23,13 +23,16 @@ Group kinds:
 - ``groups = "features"``: *across-class* groups; a group is row j of W, the K
   weights of feature j (M groups).
 
-All computations are vectorised (reshape of the full blocks plus one shorter
-block, or row-wise operations for the across-class groups); the float dtype of
-``X`` is kept (float32 stays float32, integers give float64).
+All computations are vectorised: the within-class blocks are reshaped to one
+group per row (the shorter last block zero-padded, which changes no norm and no
+prox), the across-class groups are the rows of W. ``prox`` keeps the float
+dtype of ``X`` (float32 stays float32, integers give float64); ``value`` is
+accumulated in float64.
 """
 
 from __future__ import annotations
 
+import abc
 import numbers
 
 import numpy as np
@@ -50,7 +53,7 @@ def _check_step(step):
     return step
 
 
-class Penalty:
+class Penalty(abc.ABC):
     """Base class: a regulariser on the weights of ``X`` (biases excluded).
 
     Parameters
@@ -84,9 +87,7 @@ class Penalty:
     # -- input checks ------------------------------------------------------ #
     def _check_X(self, X):
         X = np.asarray(X)
-        if X.dtype == object or not (
-            np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
-        ):
+        if X.dtype.kind not in "fiu":
             raise ValueError(f"X must be a real numeric array, got dtype {X.dtype}")
         shape = (self.n_features + 1, self.n_classes)
         if X.shape != shape:
@@ -95,27 +96,31 @@ class Penalty:
             )
         if not np.all(np.isfinite(X)):
             raise ValueError("X contains NaN or inf")
-        if not np.issubdtype(X.dtype, np.floating) or X.dtype.itemsize < 4:
+        if X.dtype.kind != "f" or X.dtype.itemsize < 4:
             X = X.astype(np.float64)
         return X
 
     # -- public API -------------------------------------------------------- #
-    def value(self, X):
+    def value(self, X, *, check_input=True):
         """Value g(X) of the regulariser.
 
         Parameters
         ----------
         X : array_like, shape (n_features + 1, n_classes)
             Parameters; the last row (biases) is ignored.
+        check_input : bool, default=True
+            Validate shape, dtype and finiteness of ``X``. Solvers may pass
+            False inside their loops for a float ndarray of the right shape.
 
         Returns
         -------
         float
         """
-        X = self._check_X(X)
-        return float(self._value(X[:-1]))
+        if check_input:
+            X = self._check_X(X)
+        return float(self._value(X[:-1].astype(np.float64, copy=False)))
 
-    def prox(self, X, step):
+    def prox(self, X, step, *, check_input=True):
         """Proximity operator of ``step * g``.
 
         Parameters
@@ -124,25 +129,34 @@ class Penalty:
             Point; the last row (biases) is copied unchanged.
         step : float
             ``tau >= 0``.
+        check_input : bool, default=True
+            Validate ``X`` and ``step``. Solvers may pass False inside their
+            loops (``X`` a float32/float64 ndarray of the right shape, ``step``
+            a finite float >= 0).
 
         Returns
         -------
         ndarray, shape (n_features + 1, n_classes)
             New array ``argmin_U step * g(U) + ||U - X||^2 / 2``, same float
-            dtype as ``X``.
+            dtype as ``X``; ``X`` is not modified.
         """
-        X = self._check_X(X)
-        tau = _check_step(step)
+        if check_input:
+            X = self._check_X(X)
+            tau = _check_step(step)
+        else:
+            tau = float(step)
         out = np.empty_like(X)
         out[-1] = X[-1]
-        out[:-1] = self._prox(X[:-1], tau)
+        self._prox(X[:-1], tau, out[:-1])
         return out
 
-    def _value(self, W):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _value(self, W):
+        """g at the weights W (M, K), float64."""
 
-    def _prox(self, W, tau):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _prox(self, W, tau, out):
+        """Write prox_{tau g}(W) into ``out`` (shape (M, K), not aliasing W)."""
 
 
 class L2Penalty(Penalty):
@@ -159,8 +173,8 @@ class L2Penalty(Penalty):
     def _value(self, W):
         return 0.5 * np.vdot(W, W)
 
-    def _prox(self, W, tau):
-        return W / W.dtype.type(1.0 + tau)
+    def _prox(self, W, tau, out):
+        np.divide(W, W.dtype.type(1.0 + tau), out=out)
 
 
 class L1Penalty(Penalty):
@@ -177,20 +191,21 @@ class L1Penalty(Penalty):
     def _value(self, W):
         return np.abs(W).sum(dtype=np.float64)
 
-    def _prox(self, W, tau):
-        out = np.abs(W)
+    def _prox(self, W, tau, out):
+        np.abs(W, out=out)
         out -= W.dtype.type(tau)
         np.maximum(out, 0, out=out)
-        return np.copysign(out, W, out=out)
+        np.copysign(out, W, out=out)
 
 
 class _GroupPenalty(Penalty):
     """Shared group bookkeeping: maps W (M, K) to group rows and back.
 
-    For within-class blocks of size b, M = n_full * b + rem: the first
-    ``n_full * b`` rows reshape to ``(n_full, b, K)``; the group rows are
-    ``(n_full * K, b)`` (transpose of that) plus ``(K, rem)`` for the last,
-    shorter block. For ``"features"`` the group rows are the rows of W.
+    For within-class blocks of size b, M = n_full * b + rem: W is reshaped to
+    ``(n_blocks, b, K)`` (the last, shorter block zero-padded when rem > 0),
+    transposed to ``(n_blocks, K, b)`` and viewed as ``(n_blocks * K, b)``: one
+    group per row, so every group is handled by one vectorised call. For
+    ``"features"`` the group rows are the rows of W.
     """
 
     def __init__(self, n_features, n_classes, groups):
@@ -201,33 +216,50 @@ class _GroupPenalty(Penalty):
             self._b = int(groups)
             self._n_full, self._rem = divmod(self.n_features, self._b)
 
-    def _apply_rows(self, W, fn):
-        """Apply a row-wise map ``fn`` ((n, g) -> (n, g)) to every group."""
+    def _group_rows(self, W):
+        """Group matrix (a new array): one group per row, zero-padded to the block size.
+
+        Returns an array of shape (n_blocks * K, b) (row i * K + k = block i
+        of class k; the last, shorter block padded with zeros, which changes
+        neither the norms nor the proxes below) or W itself for "features".
+        """
         if self._b is None:
-            return fn(W)
+            return W
         M, K = W.shape
-        b, nf = self._b, self._n_full
-        out = np.empty_like(W)
+        b, nf, rem = self._b, self._n_full, self._rem
+        # always a new array (callers may overwrite it), even when b or K is 1
+        if rem == 0:
+            G = np.empty((nf, K, b), dtype=W.dtype)
+        else:
+            G = np.zeros((nf + 1, K, b), dtype=W.dtype)
+            G[nf, :, :rem] = W[nf * b:].T
         if nf:
-            blocks = W[: nf * b].reshape(nf, b, K).transpose(0, 2, 1).reshape(nf * K, b)
-            res = fn(blocks).reshape(nf, K, b).transpose(0, 2, 1)
-            out[: nf * b] = res.reshape(nf * b, K)
-        if self._rem:
-            out[nf * b:] = fn(W[nf * b:].T).T
+            np.copyto(G[:nf], W[: nf * b].reshape(nf, b, K).transpose(0, 2, 1))
+        return G.reshape(-1, b)
+
+    def _apply_rows(self, W, fn, out):
+        """Write a row-wise group map into ``out`` (M, K).
+
+        ``fn(G, out)`` maps group rows (n, g) to (n, g), zeros to zeros, writing
+        into ``out`` (which may alias its private input G) and returning it.
+        """
+        if self._b is None:
+            fn(W, out)
+            return out
+        M, K = W.shape
+        b, nf, rem = self._b, self._n_full, self._rem
+        G = self._group_rows(W)  # a private copy: fn may overwrite it
+        nb = nf + (rem > 0)
+        res = fn(G, G).reshape(nb, K, b)
+        if nf:
+            np.copyto(out[: nf * b].reshape(nf, b, K), res[:nf].transpose(0, 2, 1))
+        if rem:
+            np.copyto(out[nf * b:], res[nf, :, :rem].T)
         return out
 
     def _group_reduce(self, W, fn):
-        """Sum over groups of ``fn`` applied along the group axis (float64)."""
-        if self._b is None:
-            return fn(W, axis=1).sum(dtype=np.float64)
-        M, K = W.shape
-        b, nf = self._b, self._n_full
-        total = 0.0
-        if nf:
-            total += fn(W[: nf * b].reshape(nf, b, K), axis=1).sum(dtype=np.float64)
-        if self._rem:
-            total += fn(W[nf * b:], axis=0).sum(dtype=np.float64)
-        return total
+        """Sum over groups of ``fn(rows, axis=1)`` (float64)."""
+        return fn(self._group_rows(W), axis=1).sum(dtype=np.float64)
 
 
 def _l2_along(A, axis):
@@ -252,18 +284,18 @@ class L12Penalty(_GroupPenalty):
     def _value(self, W):
         return self._group_reduce(W, _l2_along)
 
-    def _prox(self, W, tau):
+    def _prox(self, W, tau, out):
         t = W.dtype.type(tau)
         tiny = np.finfo(W.dtype).tiny
 
-        def shrink(G):
-            n = np.sqrt((G * G).sum(axis=1, keepdims=True))
+        def shrink(G, o):
+            n = np.sqrt(np.einsum("ij,ij->i", G, G))[:, None]
             np.maximum(n, tiny, out=n)
             s = 1 - t / n
             np.maximum(s, 0, out=s)
-            return G * s
+            return np.multiply(G, s, out=o)
 
-        return self._apply_rows(W, shrink)
+        self._apply_rows(W, shrink, out)
 
 
 class L1InfPenalty(_GroupPenalty):
@@ -285,9 +317,9 @@ class L1InfPenalty(_GroupPenalty):
     def _value(self, W):
         return self._group_reduce(W, _linf_along)
 
-    def _prox(self, W, tau):
+    def _prox(self, W, tau, out):
         t = W.dtype.type(tau)
-        return self._apply_rows(W, lambda G: _prox_linf_rows(G, t))
+        self._apply_rows(W, lambda G, o: _prox_linf_rows(G, t, o), out)
 
 
 _CLASSES = {"l2": L2Penalty, "l1": L1Penalty, "l12": L12Penalty, "l1inf": L1InfPenalty}

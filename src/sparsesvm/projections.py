@@ -6,7 +6,8 @@ vectorised over the rows (one sort per row, no Python loop over rows).
 dtype: the result has the floating dtype of the inputs (``numpy.result_type``
 of ``V`` and the other array arguments, at least ``float32``); a float32 ``V``
 with scalar parameters stays float32. Integer inputs are computed in float64.
-Scalars (radius, eta, lam) never promote the result.
+Scalars and per-row arrays of radius, eta, lam never promote the result (but a
+float64 ``R`` or ``zeta`` next to a float32 ``V`` gives float64).
 
 Functions
 ---------
@@ -24,6 +25,7 @@ project_epigraph_hinge(V, zeta, R)
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -42,7 +44,7 @@ __all__ = [
 # --------------------------------------------------------------------------- #
 def _float_dtype(*arrays):
     dt = np.result_type(*arrays)
-    if not np.issubdtype(dt, np.floating):
+    if dt.kind != "f":
         return np.dtype(np.float64)
     if dt.itemsize < 4:
         return np.dtype(np.float32)
@@ -51,10 +53,7 @@ def _float_dtype(*arrays):
 
 def _as_matrix(V, name):
     V = np.asarray(V)
-    if V.dtype == object or not (
-        np.issubdtype(V.dtype, np.floating) or np.issubdtype(V.dtype, np.integer)
-        or V.dtype == bool
-    ):
+    if V.dtype.kind not in "fiub":
         raise ValueError(f"{name} must be a real numeric array, got dtype {V.dtype}")
     if V.ndim != 2:
         raise ValueError(f"{name} must be 2-D of shape (L, K), got shape {V.shape}")
@@ -67,9 +66,7 @@ def _as_matrix(V, name):
 
 def _as_vector(z, name, length=None):
     z = np.asarray(z)
-    if z.dtype == object or not (
-        np.issubdtype(z.dtype, np.floating) or np.issubdtype(z.dtype, np.integer)
-    ):
+    if z.dtype.kind not in "fiu":
         raise ValueError(f"{name} must be a real numeric array, got dtype {z.dtype}")
     if z.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {z.shape}")
@@ -112,23 +109,40 @@ def _radius(radius, n_rows, name="radius", strictly_positive=False):
 # --------------------------------------------------------------------------- #
 # unchecked kernels (float arrays in, same dtype out)
 # --------------------------------------------------------------------------- #
-def _simplex_threshold(V, radius):
-    """Row-wise threshold t with sum(max(V - t, 0)) = radius; shape (L, 1)."""
-    L, K = V.shape
+@functools.lru_cache(maxsize=64)
+def _counts(K, dtype_str):
+    """1..K as a read-only array of the given dtype (cached: hot path)."""
+    a = np.arange(1, K + 1, dtype=np.dtype(dtype_str))
+    a.flags.writeable = False
+    return a
+
+
+def _simplex_threshold(V, radius, overwrite=False):
+    """Row-wise threshold t with sum(max(V - t, 0)) = radius; shape (L, 1).
+
+    With ``overwrite=True`` the rows of ``V`` (C-contiguous) are sorted in place
+    and then scaled (``V`` is used as workspace: fewer temporaries).
+    """
     dt = V.dtype
-    # decreasing order (a reversed view: sorting -V is markedly slower in numpy 2)
-    U = np.sort(V, axis=1)[:, ::-1]
+    if overwrite:
+        V.sort(axis=1)
+        S = V
+    else:
+        S = np.sort(V, axis=1)
+    # decreasing order as a reversed view (sorting -V is markedly slower in numpy 2)
+    U = S[:, ::-1]
     css = np.cumsum(U, axis=1)
     if np.ndim(radius) == 0:
         css -= dt.type(radius)
     else:
         css -= np.asarray(radius, dtype=dt)[:, None]
-    ind = np.arange(1, K + 1, dtype=dt)
-    cond = U * ind > css  # U_j > (css_j - radius) / j, without dividing
-    rho = np.count_nonzero(cond, axis=1)
+    U *= _counts(V.shape[1], dt.str)
+    # U_j > (css_j - radius) / j holds exactly for j <= rho (a prefix)
+    rho = np.count_nonzero(U > css, axis=1, keepdims=True)
     np.maximum(rho, 1, out=rho)  # radius 0 (or rounding at huge values)
-    t = css[np.arange(L), rho - 1] / rho.astype(dt)
-    return t[:, None]
+    t = np.take_along_axis(css, rho - 1, axis=1)
+    t /= rho.astype(dt)
+    return t
 
 
 def _project_simplex(V, radius):
@@ -145,39 +159,47 @@ def _project_l1_ball(V, radius):
     if n_out == 0:
         return V.copy()
     if n_out == V.shape[0]:  # no row selection needed
-        P = _project_simplex(A, radius)
-        return np.copysign(P, V, out=P)
+        t = _simplex_threshold(A.copy(), radius, overwrite=True)
+        A -= t
+        np.maximum(A, 0, out=A)
+        return np.copysign(A, V, out=A)
     idx = np.flatnonzero(outside)
     r_out = radius if np.ndim(radius) == 0 else np.asarray(radius)[idx]
     out = V.copy()
-    P = _project_simplex(A[idx], r_out)
-    out[idx] = np.copysign(P, V[idx], out=P)
+    Ai = A[idx]
+    t = _simplex_threshold(Ai.copy(), r_out, overwrite=True)
+    Ai -= t
+    np.maximum(Ai, 0, out=Ai)
+    out[idx] = np.copysign(Ai, V[idx], out=Ai)
     return out
 
 
-def _prox_linf_rows(G, tau):
+def _prox_linf_rows(G, tau, out=None):
     """Row-wise prox of tau * ||.||_inf, i.e. G - P_{B1(tau)}(G), for tau >= 0.
 
     Rows with ||g||_1 <= tau give 0; the others give clip(g, -t, t) where t is
     the simplex threshold of |g| at radius tau (since g - sign(g) max(|g| - t, 0)
-    = sign(g) min(|g|, t)).
+    = sign(g) min(|g|, t)). Written into ``out`` (same shape as G) if given.
     """
     A = np.abs(G)
     outside = A.sum(axis=1) > tau
     n_out = np.count_nonzero(outside)
-    out = np.zeros_like(G)
+    if out is None:
+        out = np.empty_like(G)
     if n_out == 0:
+        out.fill(0)
         return out
     if n_out == G.shape[0]:
-        t = _simplex_threshold(A, tau)
+        t = _simplex_threshold(A, tau, overwrite=True)
         np.minimum(G, t, out=out)
         np.maximum(out, -t, out=out)
         return out
     idx = np.flatnonzero(outside)
-    t = _simplex_threshold(A[idx], tau)
+    t = _simplex_threshold(A[idx], tau, overwrite=True)
     Gi = G[idx]
     np.minimum(Gi, t, out=Gi)
     np.maximum(Gi, -t, out=Gi)
+    out.fill(0)
     out[idx] = Gi
     return out
 

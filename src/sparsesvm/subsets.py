@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from .datasets import _make_temp
 
 __all__ = ["balanced_subsets", "save_subsets", "load_subsets"]
 
@@ -68,8 +69,9 @@ def balanced_subsets(y, per_class, n_subsets, seed):
     members = [np.flatnonzero(y == c) for c in classes]
     for c, m in zip(classes, members):
         if m.size < per_class:
+            label = c.item() if isinstance(c, np.generic) else c
             raise ValueError(
-                f"balanced_subsets: class {c!r} has {m.size} samples, fewer than the "
+                f"balanced_subsets: class {label!r} has {m.size} samples, fewer than the "
                 f"{per_class} per class requested"
             )
     bitgen = np.random.PCG64(np.random.SeedSequence(seed))
@@ -95,7 +97,7 @@ def save_subsets(path, indices, **meta):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
+    fd, tmp = _make_temp(path.parent, path.name, ".npz")
     os.close(fd)
     try:
         with open(tmp, "wb") as fh:

@@ -14,7 +14,7 @@ from snakemake.utils import validate
 validate(config, "../schemas/config.schema.yaml", set_default=False)
 
 
-RESULTS = config["results"].rstrip("/") or "."
+RESULTS = str(Path(config["results"]))  # normalised: no trailing separator
 LOGS = f"{RESULTS}/logs"
 BENCH = f"{RESULTS}/benchmarks"
 ENVS = "../../envs"  # conda: paths are relative to the file holding the rule
@@ -151,9 +151,9 @@ def train_jobs(exp_id):
 
 
 RUN_PATTERN = (
-    RESULTS + "/{dataset}/runs/{experiment}/{method}/{penalty}/alpha~{alpha}/L~{L}/subset~{subset}.json"
+    f"{RESULTS}/{{dataset}}/runs/{{experiment}}/{{method}}/{{penalty}}/alpha~{{alpha}}/L~{{L}}/subset~{{subset}}.json"
 )
-TRACE_PATTERN = RESULTS + "/{dataset}/traces/{experiment}/{method}/{penalty}/L~{L}/subset~{subset}.json"
+TRACE_PATTERN = f"{RESULTS}/{{dataset}}/traces/{{experiment}}/{{method}}/{{penalty}}/L~{{L}}/subset~{{subset}}.json"
 
 
 def run_files(exp_id, **only):
@@ -246,10 +246,73 @@ def selected_experiments():
     return [e for e in config["run"] if experiment(e)["dataset"] in config["datasets"]]
 
 
+# --------------------------------------------------------------------------- rule inputs and products
+
+
+def features_input(wildcards):
+    files = downloads_of(wildcards.dataset)
+    if wildcards.dataset == "mnist":
+        files["subsets"] = all_subset_files("mnist")
+    return files
+
+
+def train_input(wildcards):
+    files = {"features": features_dir(wildcards.dataset)}
+    if wildcards.L != "all":
+        files["subset"] = subset_file(wildcards.dataset, int(wildcards.L[:-1]), wildcards.subset)
+    return files
+
+
+def train_settings(wildcards):
+    exp = experiment(wildcards.experiment)
+    return dict(
+        groups=groups_of(wildcards.experiment, wildcards.penalty),
+        tol=exp["tol"],
+        max_iter=exp["max_iter"],
+        solver=exp["solver"],
+        stopping=exp["stopping"],
+    )
+
+
+def trace_input(wildcards):
+    """The trace job's training data and every E4 run of its method, penalty and L
+    (from which it takes the best alpha)."""
+    files = train_input(wildcards)
+    files["runs"] = run_files(
+        wildcards.experiment, method=wildcards.method, penalty=wildcards.penalty, L=wildcards.L
+    )
+    return files
+
+
+def runs_table(exp_id):
+    return f"{RESULTS}/{experiment(exp_id)['dataset']}/tables/{exp_id}_runs.parquet"
+
+
+def experiment_tables(exp_id):
+    dataset = experiment(exp_id)["dataset"]
+    return [
+        f"{RESULTS}/{dataset}/tables/{exp_id}_{name}"
+        for name in ("runs.parquet", "runs.csv", "best_alpha.csv")
+    ]
+
+
+TABLE1 = [f"{RESULTS}/tables/table1.{ext}" for ext in ("csv", "md", "tex")]
+FIGURES = {
+    n: [f"{RESULTS}/figures/figure{n}.{ext}" for ext in ("png", "pdf")] for n in (1, 2, 3, 4)
+}
+
+
+def product_files(exp_id):
+    """Every final output of an experiment: its tables and its table or figure."""
+    product = PRODUCT[exp_id]
+    files = TABLE1 if product == "table1" else FIGURES[int(product[-1])]
+    return experiment_tables(exp_id) + files
+
+
 # --------------------------------------------------------------------------- code triggers
 #
 # Snakemake's `code` rerun trigger sees a rule's script, not the package it imports.
-# Each rule that calls the package takes a `params:` hash of the package files it
+# Every job that calls the package gets a `params` hash of the package files it
 # depends on, so that editing the solver reruns training only, editing the figure
 # code reruns the figures only, and neither reruns downloads or features.
 

@@ -14,13 +14,13 @@ DOWNLOADS = {
 
 rule download:
     output:
-        RESULTS + "/downloads/{file}",
+        f"{RESULTS}/downloads/{{file}}",
     params:
         source=lambda wildcards: DOWNLOADS[wildcards.file],
     log:
-        LOGS + "/download/{file}.log",
+        f"{LOGS}/download/{{file}}.log",
     benchmark:
-        BENCH + "/download/{file}.tsv"
+        f"{BENCH}/download/{{file}}.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     wildcard_constraints:

@@ -12,14 +12,14 @@ rule labels:
             "news20": [download_file("news20", "tarball")],
         }[wildcards.dataset],
     output:
-        RESULTS + "/{dataset}/subsets/train_labels.npy",
+        f"{RESULTS}/{{dataset}}/subsets/train_labels.npy",
     params:
         code=DATA_CODE,
         strict=config["strict_sizes"],
     log:
-        LOGS + "/{dataset}/labels.log",
+        f"{LOGS}/{{dataset}}/labels.log",
     benchmark:
-        BENCH + "/{dataset}/labels.tsv"
+        f"{BENCH}/{{dataset}}/labels.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     wildcard_constraints:
@@ -33,14 +33,14 @@ rule labels:
 
 rule subset:
     input:
-        RESULTS + "/{dataset}/subsets/train_labels.npy",
+        f"{RESULTS}/{{dataset}}/subsets/train_labels.npy",
     output:
-        RESULTS + "/{dataset}/subsets/L~{n}K/subset~{subset}.npy",
+        f"{RESULTS}/{{dataset}}/subsets/L~{{n}}K/subset~{{subset}}.npy",
     params:
         code=DATA_CODE,
         seed=config["seed"],
     log:
-        LOGS + "/{dataset}/subsets/L~{n}K/subset~{subset}.log",
+        f"{LOGS}/{{dataset}}/subsets/L~{{n}}K/subset~{{subset}}.log",
     conda:
         f"{ENVS}/sparsesvm.yaml"
     wildcard_constraints:
@@ -54,26 +54,19 @@ rule subset:
         "../scripts/subset.py"
 
 
-def features_input(wildcards):
-    files = downloads_of(wildcards.dataset)
-    if wildcards.dataset == "mnist":
-        files["subsets"] = all_subset_files("mnist")
-    return files
-
-
 rule features:
     input:
         unpack(features_input),
     output:
-        directory(RESULTS + "/{dataset}/features"),
+        directory(f"{RESULTS}/{{dataset}}/features"),
     params:
         code=DATA_CODE,
         options=lambda wildcards: config["features"][wildcards.dataset],
         strict=config["strict_sizes"],
     log:
-        LOGS + "/{dataset}/features.log",
+        f"{LOGS}/{{dataset}}/features.log",
     benchmark:
-        BENCH + "/{dataset}/features.tsv"
+        f"{BENCH}/{{dataset}}/features.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     wildcard_constraints:

@@ -1,19 +1,6 @@
 # Products: Table 1 (E1) and Figures 1-4 (E2-E5), wrapped in report() with captions so
 # that `snakemake --report report.zip` gives a browsable report; and the target rules.
 
-TABLE1 = [f"{RESULTS}/tables/table1.{ext}" for ext in ("csv", "md", "tex")]
-FIGURES = {
-    n: [f"{RESULTS}/figures/figure{n}.{ext}" for ext in ("png", "pdf")] for n in (1, 2, 3, 4)
-}
-
-
-def product_files(exp_id):
-    """Every final output of an experiment: its tables and its table or figure."""
-    product = PRODUCT[exp_id]
-    files = TABLE1 if product == "table1" else FIGURES[int(product[-1])]
-    return experiment_tables(exp_id) + files
-
-
 rule table1:
     input:
         runs=runs_table("e1"),
@@ -24,9 +11,9 @@ rule table1:
     params:
         code=REPORT_CODE,
     log:
-        LOGS + "/products/table1.log",
+        f"{LOGS}/products/table1.log",
     benchmark:
-        BENCH + "/products/table1.tsv"
+        f"{BENCH}/products/table1.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     script:
@@ -43,9 +30,9 @@ rule figure1:
         code=REPORT_CODE,
         title="Figure 1 (E2): MNIST, scattering features, l1,inf (groups: 81 channels per position)",
     log:
-        LOGS + "/products/figure1.log",
+        f"{LOGS}/products/figure1.log",
     benchmark:
-        BENCH + "/products/figure1.tsv"
+        f"{BENCH}/products/figure1.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     script:
@@ -62,9 +49,9 @@ rule figure2:
         code=REPORT_CODE,
         title="Figure 2 (E3): 20 Newsgroups, TF-IDF, l1,2 (across-class groups)",
     log:
-        LOGS + "/products/figure2.log",
+        f"{LOGS}/products/figure2.log",
     benchmark:
-        BENCH + "/products/figure2.tsv"
+        f"{BENCH}/products/figure2.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     script:
@@ -83,9 +70,9 @@ rule figure3:
         code=REPORT_CODE,
         title="Figure 3 (E4): MNIST, l1,inf: fit time and distance to the final solution",
     log:
-        LOGS + "/products/figure3.log",
+        f"{LOGS}/products/figure3.log",
     benchmark:
-        BENCH + "/products/figure3.tsv"
+        f"{BENCH}/products/figure3.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     script:
@@ -102,9 +89,9 @@ rule figure4:
         code=REPORT_CODE,
         title="Figure 4 (E5): MNIST, l2: fit time vs alpha; weights above 1e-5, l2 vs l1,inf",
     log:
-        LOGS + "/products/figure4.log",
+        f"{LOGS}/products/figure4.log",
     benchmark:
-        BENCH + "/products/figure4.tsv"
+        f"{BENCH}/products/figure4.tsv"
     conda:
         f"{ENVS}/sparsesvm.yaml"
     script:

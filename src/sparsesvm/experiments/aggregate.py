@@ -11,7 +11,6 @@ test error, the paper's trial-and-error choice (spec section 5).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

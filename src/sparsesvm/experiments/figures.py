@@ -270,9 +270,9 @@ def make_accuracy_sparsity_figure(df, title=None, band="sd"):
     return fig
 
 
-def accuracy_sparsity_figure(df, path_png, path_pdf, title=None, band="sd"):
+def accuracy_sparsity_figure(df, path_png, path_pdf, title=None, band="sd", dpi=150):
     """Build (:func:`make_accuracy_sparsity_figure`) and save Figure 1 or 2; returns ``(png, pdf)`` paths."""
-    return save_figure(make_accuracy_sparsity_figure(df, title=title, band=band), path_png, path_pdf)
+    return save_figure(make_accuracy_sparsity_figure(df, title=title, band=band), path_png, path_pdf, dpi=dpi)
 
 
 # --------------------------------------------------------------------------- Figure 3
@@ -346,7 +346,10 @@ def make_timing_figure(df, traces_df=None, title=None):
             ax = axes[1, j]
             tr = traces[traces["L"] == L]
             if "alpha" in tr.columns:
-                keep = tr.merge(best[["curve", "L", "alpha"]], on=["curve", "L", "alpha"], how="inner")
+                mask = np.zeros(len(tr), dtype=bool)
+                for b in best[best["L"] == L].itertuples():
+                    mask |= ((tr["curve"] == b.curve) & np.isclose(tr["alpha"], b.alpha, rtol=1e-9, atol=0)).to_numpy()
+                keep = tr[mask]
             else:
                 keep = tr
             for curve, st in styles.items():
@@ -368,9 +371,9 @@ def make_timing_figure(df, traces_df=None, title=None):
     return fig
 
 
-def timing_figure(df, traces_df, path_png, path_pdf, title=None):
+def timing_figure(df, traces_df, path_png, path_pdf, title=None, dpi=150):
     """Build (:func:`make_timing_figure`) and save Figure 3; returns ``(png, pdf)`` paths."""
-    return save_figure(make_timing_figure(df, traces_df, title=title), path_png, path_pdf)
+    return save_figure(make_timing_figure(df, traces_df, title=title), path_png, path_pdf, dpi=dpi)
 
 
 # --------------------------------------------------------------------------- Figure 4
@@ -475,17 +478,19 @@ def make_l2_timing_figure(df, sparse_df=None, title=None):
         ax.set_ylabel(r"weights with $|w| > 10^{-5}$")
         ax.set_title(f"L = {int(L_bar)}, at the best $\\alpha$")
         ax.legend(handles=[Patch(facecolor="white", edgecolor="0.2", hatch=hatches[i % len(hatches)], label=p)
-                           for i, p in enumerate(penalties)], title="penalty", fontsize="small")
-        ax.margins(y=0.12)
+                           for i, p in enumerate(penalties)], title="penalty", fontsize="small",
+                  loc="upper center", ncol=max(1, len(penalties)))
+        top = float(np.nanmax(counts["count"])) if len(counts) else 1.0
+        ax.set_ylim(0, 1.4 * top if top > 0 else 1.0)  # head-room for the legend above the bars
         _figure_legend(fig, _legend_handles(styles))
         if title:
             fig.suptitle(title)
     return fig
 
 
-def l2_timing_figure(df, path_png, path_pdf, title=None, sparse_df=None):
+def l2_timing_figure(df, path_png, path_pdf, title=None, sparse_df=None, dpi=150):
     """Build (:func:`make_l2_timing_figure`) and save Figure 4; returns ``(png, pdf)`` paths."""
-    return save_figure(make_l2_timing_figure(df, sparse_df=sparse_df, title=title), path_png, path_pdf)
+    return save_figure(make_l2_timing_figure(df, sparse_df=sparse_df, title=title), path_png, path_pdf, dpi=dpi)
 
 
 # --------------------------------------------------------------------------- captions

@@ -31,6 +31,7 @@ import numpy as np
 
 __all__ = [
     "METHODS",
+    "RECORD_FIELDS",
     "PEER_METHOD",
     "PENALTIES",
     "WEIGHT_THRESHOLD",
@@ -285,8 +286,10 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         Iteration cap (> 0).
     solver, stopping : str
         Passed to :class:`sparsesvm.SparseSVC`.
-    trace : bool
-        Record the convergence trace (``record["trace"]``: dict of equal-length lists).
+    trace : bool or int
+        Record the convergence trace (``record["trace"]``: dict of equal-length
+        lists): ``True`` every iteration, an int ``n`` every ``n`` iterations
+        (keeps the JSON small for long runs).
     reference_coef : array_like or None
         Reference solution passed to :class:`sparsesvm.SparseSVC` so that the trace
         carries ``rel_dist`` = ||X_i - X_inf|| / ||X_inf|| (E4), in the layout
@@ -324,6 +327,12 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter <= 0:
         raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
     idx = _check_subset(subset_indices)
+    if trace is None or isinstance(trace, (bool, np.bool_)):
+        trace = bool(trace)
+    elif isinstance(trace, numbers.Integral) and trace >= 1:
+        trace = int(trace)
+    else:
+        raise ValueError(f"trace must be a bool or a positive int (record every n iterations), got {trace!r}")
     if method == PEER_METHOD:
         if penalty != "l2" or groups is not None:
             raise ValueError(f"method {PEER_METHOD!r} fits the l2 problem only; got penalty={penalty!r}, groups={groups!r}")
@@ -350,7 +359,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         ref = None if reference_coef is None else np.asarray(reference_coef, dtype=np.float64)
         est = sparsesvm.SparseSVC(method=method, penalty=penalty, groups=groups, alpha=float(alpha),
                                   tol=float(tol), max_iter=int(max_iter), solver=solver,
-                                  stopping=stopping, trace=bool(trace), reference_coef=ref)
+                                  stopping=stopping, trace=trace, reference_coef=ref)
         solver_used, stopping_used = solver, stopping
 
     t0 = time.perf_counter()

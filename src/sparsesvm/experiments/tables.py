@@ -101,6 +101,10 @@ def table1_long(df):
             "at_grid_edge": bool(b["at_grid_edge"]), "cell": cell,
         })
     long = pd.DataFrame(rows)
+    r_order = {r: i for i, r in enumerate(_ordered(long["regulariser"], REGULARISER_ORDER))}
+    m_order = {m: i for i, m in enumerate(_ordered(long["method"], METHOD_ORDER))}
+    long = (long.assign(_r=long["regulariser"].map(r_order), _m=long["method"].map(m_order))
+            .sort_values(["_r", "_m"]).drop(columns=["_r", "_m"]).reset_index(drop=True))
     if long["n_test"].nunique() > 1:
         raise ValueError(f"table1: the test-set size differs between cells: {sorted(long['n_test'].unique())}")
     return long

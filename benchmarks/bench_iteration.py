@@ -1,0 +1,219 @@
+"""Cost of one iteration of hinge-reg / hinge-con against the two products with Phi.
+
+For l1inf with within-class groups of 81 on
+
+* ``mnist``:  dense Phi, L = 100, M = 3969 (= 81 channels x 49 positions, the
+  channels of one position contiguous), K = 10; non-negative, class-structured
+  synthetic features of the shape of kymatio's scattering output;
+* ``news20``: CSR Phi, L = 1000, M = 26214, K = 20, 1 % non-zeros,
+  TF-IDF-like (non-negative, rows of unit l2 norm, class-specific vocabularies),
+
+it reports
+
+* ``floor``: median time of one ``Phi @ W`` (W: (M, K)) plus one ``Phi.T @ G``
+  (G: (L, K)), measured in the same run (the two products every iteration needs);
+* ``iter``: solver-loop time per iteration (``fit_time / n_iter`` of a run of
+  ``--iters`` iterations with ``tol = 0``) and ``ratio = iter / floor`` (target <= 1.5);
+* time and iterations to the paper's stop (relative change <= 1e-5, cap
+  ``--max-iter``) and, with ``--cvxpy``, the relative objective gap to CVXPY's
+  optimum at that point (Clarabel; slow: minutes for news20).
+
+``--sweep`` instead compares primal-dual step balances ``step_ratio = sigma/tau``
+on a leukemia-like (L = 38, M = 7129, K = 3) and an MNIST-like problem (the
+measurement behind ``sparsesvm.solvers.DEFAULT_STEP_RATIO``).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_iteration.py [--problems mnist news20]
+        [--iters 200] [--max-iter 20000] [--cvxpy] [--sweep] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsesvm import solvers
+from sparsesvm.operator import MulticlassOperator
+from sparsesvm.penalties import make_penalty
+
+
+# --------------------------------------------------------------------------- #
+# problems
+# --------------------------------------------------------------------------- #
+def mnist_like(rng, L=100, K=10, channels=81, positions=49, noise=1.0):
+    """Non-negative, class-structured dense features, position-major layout."""
+    M = channels * positions
+    y = np.arange(L) % K
+    means = np.abs(rng.standard_normal((K, M))) * (rng.random((K, M)) < 0.3)
+    Phi = np.abs(means[y] + noise * rng.standard_normal((L, M)))
+    Phi /= np.linalg.norm(Phi, axis=1, keepdims=True)
+    return Phi, y, K
+
+
+def news20_like(rng, L=1000, M=26214, K=20, density=0.01):
+    """CSR TF-IDF-like features: 1 % non-zeros, half drawn from class vocabularies."""
+    y = np.arange(L) % K
+    nnz_row = int(round(density * M))
+    vocab = [rng.choice(M, size=M // K, replace=False) for _ in range(K)]
+    rows, cols = [], []
+    for i in range(L):
+        own = rng.choice(vocab[y[i]], size=nnz_row // 2, replace=False)
+        other = rng.choice(M, size=nnz_row - nnz_row // 2, replace=False)
+        c = np.unique(np.concatenate([own, other]))
+        rows.append(np.full(c.size, i))
+        cols.append(c)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    vals = rng.exponential(1.0, size=rows.size)
+    Phi = sp.csr_matrix((vals, (rows, cols)), shape=(L, M))
+    norms = np.sqrt(np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel())
+    Phi = sp.csr_matrix(sp.diags(1.0 / norms) @ Phi)
+    return Phi, y, K
+
+
+def leukemia_like(rng, L=38, M=7129, K=3):
+    """Standardised Gaussian expression-like data, 19/8/11 samples per class."""
+    y = np.repeat(np.arange(K), [19, 8, 11])[:L]
+    means = rng.standard_normal((K, M)) * (rng.random((K, M)) < 0.02) * 2.0
+    Phi = means[y] + rng.standard_normal((L, M))
+    Phi = (Phi - Phi.mean(0)) / Phi.std(0)
+    return Phi, y, K
+
+
+PROBLEMS = {"mnist": (mnist_like, 81), "news20": (news20_like, 81)}
+
+
+# --------------------------------------------------------------------------- #
+# measurements
+# --------------------------------------------------------------------------- #
+def product_floor(Phi, K, repeats=30, rng=None):
+    """Median seconds of ``Phi @ W`` + ``Phi.T @ G`` (float64, C-ordered operands)."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    L, M = Phi.shape
+    W = rng.standard_normal((M, K))
+    G = rng.standard_normal((L, K))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        Phi @ W
+        Phi.T @ G
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def _run(method, op, pen, alpha, **kw):
+    if method == "hinge-reg":
+        return solvers.hinge_reg(op, pen, 1.0 / alpha, **kw)
+    return solvers.hinge_con(op, pen, alpha * op.n_samples, **kw)
+
+
+def cvxpy_optimum(method, Phi, y, K, groups, alpha):
+    """Optimal objective of the l1inf problem by CVXPY/Clarabel (tests/cvx_reference)."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
+    import cvx_reference
+
+    lam, eta = 1.0 / alpha, alpha * Phi.shape[0]
+    return cvx_reference.solve(method, Phi, y, K, "l1inf", groups, lam=lam, eta=eta)[0]
+
+
+def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0):
+    make, groups = PROBLEMS[problem]
+    rng = np.random.default_rng(seed)
+    Phi, y, K = make(rng)
+    op = MulticlassOperator(Phi, y, K)
+    op.norm()
+    pen = make_penalty("l1inf", groups, Phi.shape[1], K)
+    floor = product_floor(op.Phi, K)
+    rows = []
+    for method in ("hinge-reg", "hinge-con"):
+        alpha = alphas[method]
+        fixed = _run(method, op, pen, alpha, tol=0.0, max_iter=iters, step_ratio=step_ratio)
+        per_it = fixed.fit_time / fixed.n_iter
+        floor2 = product_floor(op.Phi, K)  # again, after the run (drift check)
+        full = _run(method, op, pen, alpha, tol=1e-5, max_iter=max_iter, step_ratio=step_ratio)
+        row = dict(problem=problem, method=method, alpha=alpha, L=Phi.shape[0], M=Phi.shape[1],
+                   K=K, sparse=sp.issparse(Phi), floor_ms=1e3 * min(floor, floor2),
+                   iter_ms=1e3 * per_it, ratio=per_it / min(floor, floor2),
+                   stop_iters=full.n_iter, stop_converged=full.converged,
+                   stop_time_s=full.fit_time, stop_objective=full.objective,
+                   stop_violation=full.constraint_violation,
+                   zero_weights_pct=100.0 * float(np.mean(full.X[:-1] == 0)))
+        if use_cvxpy:
+            t0 = time.perf_counter()
+            opt = cvxpy_optimum(method, Phi, y, K, groups, alpha)
+            row["cvxpy_objective"] = opt
+            row["cvxpy_time_s"] = time.perf_counter() - t0
+            row["rel_gap_at_stop"] = (full.objective - opt) / abs(opt)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- #
+# step-ratio sweep
+# --------------------------------------------------------------------------- #
+def sweep(ratios, max_iter, seed=0):
+    """Iterations/time to the 1e-5 stop and objective gap there, per step_ratio.
+
+    The gap is measured against the best objective reached by any ratio in a
+    long run (4 x max_iter; for hinge-con only among points whose constraint
+    violation is below 1e-6 * eta), so it needs no CVXPY.
+    """
+    rng = np.random.default_rng(seed)
+    cases = [("leukemia", leukemia_like(rng), 5, {"hinge-reg": 0.1, "hinge-con": 0.05}),
+             ("mnist", mnist_like(rng), 81, {"hinge-reg": 0.01, "hinge-con": 0.05})]
+    out = []
+    for name, (Phi, y, K), groups, alphas in cases:
+        op = MulticlassOperator(Phi, y, K)
+        op.norm()
+        pen = make_penalty("l1inf", groups, Phi.shape[1], K)
+        for method, alpha in alphas.items():
+            runs = {r: _run(method, op, pen, alpha, tol=1e-5, max_iter=max_iter, step_ratio=r)
+                    for r in ratios}
+            longs = {r: _run(method, op, pen, alpha, tol=0.0, max_iter=4 * max_iter, step_ratio=r)
+                     for r in (0.1, 1.0, 10.0)}
+            eta = alpha * op.n_samples
+            best = min(res.objective for res in longs.values()
+                       if res.constraint_violation <= 1e-6 * eta)
+            for r, res in runs.items():
+                row = dict(problem=name, method=method, alpha=alpha, step_ratio=r,
+                           iters=res.n_iter, converged=res.converged, time_s=res.fit_time,
+                           rel_gap=(res.objective - best) / best,
+                           violation=res.constraint_violation)
+                print(json.dumps(row), flush=True)
+                out.append(row)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--problems", nargs="+", default=["mnist", "news20"], choices=list(PROBLEMS))
+    ap.add_argument("--iters", type=int, default=200, help="iterations of the per-iteration timing run")
+    ap.add_argument("--max-iter", type=int, default=20000, help="cap of the run to the 1e-5 stop")
+    ap.add_argument("--alpha-reg", type=float, default=0.01)
+    ap.add_argument("--alpha-con", type=float, default=0.05)
+    ap.add_argument("--step-ratio", type=float, default=solvers.DEFAULT_STEP_RATIO)
+    ap.add_argument("--cvxpy", action="store_true", help="also solve with CVXPY (slow)")
+    ap.add_argument("--sweep", action="store_true", help="step_ratio sweep instead")
+    ap.add_argument("--ratios", type=float, nargs="+", default=[0.01, 0.1, 1.0, 10.0, 100.0])
+    ap.add_argument("--json", help="write all rows to this file")
+    args = ap.parse_args(argv)
+    if args.sweep:
+        rows = sweep(args.ratios, args.max_iter)
+    else:
+        alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
+        rows = []
+        for p in args.problems:
+            rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy, args.step_ratio)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,471 @@
+"""scikit-learn estimators: :class:`SparseSVC` and the peer :class:`CrammerSingerSVC`.
+
+``SparseSVC`` composes a method (data term + problem form), a penalty and a
+solver family, in the manner of skglm's (datafit, penalty, solver) estimators.
+Solver families are looked up in the small table :data:`SOLVERS`; another
+module can add one with :func:`register_solver`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from . import solvers as _solvers
+from .operator import MulticlassOperator
+from .penalties import make_penalty
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def _validate_data(est, X="no_validation", y="no_validation", reset=True, **kw):
+        return est._validate_data(X, y, reset=reset, **kw)
+
+__all__ = ["SparseSVC", "CrammerSingerSVC", "SOLVERS", "register_solver", "METHODS", "PENALTIES"]
+
+METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
+PENALTIES = ("l2", "l1", "l12", "l1inf")
+
+
+# --------------------------------------------------------------------------- #
+# solver table
+# --------------------------------------------------------------------------- #
+def _paper(method):
+    """Adapter ``(op, penalty, alpha, **options) -> SolverResult`` for the paper's solvers."""
+
+    def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
+        if stopping != "rel_change":  # guarded in fit; kept for direct calls
+            raise ValueError(f"solver 'paper' supports stopping='rel_change' only, got {stopping!r}")
+        lam = 1.0 / alpha
+        eta = alpha * op.n_samples
+        common = dict(tol=tol, max_iter=max_iter, trace=trace, reference=reference)
+        if method == "hinge-reg":
+            return _solvers.hinge_reg(op, penalty, lam, step_ratio=step_ratio, **common)
+        if method == "hinge-con":
+            return _solvers.hinge_con(op, penalty, eta, step_ratio=step_ratio, **common)
+        if method == "hinge-lin":
+            return _solvers.hinge_lin(op, penalty, eta, step_ratio=step_ratio, **common)
+        if method == "square":
+            return _solvers.square(op, penalty, lam, **common)
+        if method == "logit":
+            return _solvers.logit(op, penalty, lam, **common)
+        return _solvers.ova(op.Phi, op.y_idx, op.n_classes, penalty, lam, **common)
+
+    return run
+
+
+#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...)}``;
+#: ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference,
+#: stopping) -> SolverResult`` with ``op`` a :class:`MulticlassOperator`
+#: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
+#: data), ``lambda = 1/alpha`` and ``eta = alpha * n_samples``.
+SOLVERS = {
+    "paper": {"methods": {m: _paper(m) for m in METHODS}, "stopping": ("rel_change",)},
+}
+
+
+def register_solver(name, methods, stopping):
+    """Add (or replace) a solver family usable as ``SparseSVC(solver=name)``.
+
+    Parameters
+    ----------
+    name : str
+    methods : dict
+        ``{method: run}`` for the methods it supports (see :data:`SOLVERS`).
+    stopping : tuple of str
+        Stopping rules it accepts.
+    """
+    SOLVERS[name] = {"methods": dict(methods), "stopping": tuple(stopping)}
+
+
+def _known_solvers():
+    # the accelerated family registers itself on import (optional module)
+    if "accelerated" not in SOLVERS:
+        try:
+            from . import accelerated  # noqa: F401
+        except ImportError:
+            pass
+    return SOLVERS
+
+
+# --------------------------------------------------------------------------- #
+# validation helpers
+# --------------------------------------------------------------------------- #
+def _check_positive_real(value, name, *, allow_zero=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    ok = value >= 0 if allow_zero else value > 0
+    if not (np.isfinite(value) and ok):
+        raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
+    return float(value)
+
+
+def _check_max_iter(max_iter):
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    return int(max_iter)
+
+
+def _check_groups(penalty, groups, n_features, method):
+    if penalty in ("l2", "l1"):
+        if groups is not None:
+            raise ValueError(f"penalty {penalty!r} takes groups=None, got groups={groups!r}")
+        return None
+    if groups is None:
+        raise ValueError(f"penalty {penalty!r} needs groups: an int block size or 'features'")
+    if isinstance(groups, str):
+        if groups != "features":
+            raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
+        if method == "ova":
+            raise ValueError("method 'ova' cannot use across-class groups (groups='features'): "
+                             "one-vs-all solves each class separately")
+        return groups
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
+        raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
+    if groups <= 0 or groups > n_features:
+        raise ValueError(f"group size must be in 1..n_features={n_features}, got groups={groups}")
+    return int(groups)
+
+
+def _check_trace(trace):
+    if isinstance(trace, (bool, np.bool_)):
+        return bool(trace)
+    if isinstance(trace, numbers.Integral) and trace >= 1:
+        return int(trace)
+    raise ValueError(f"trace must be a bool or a positive int (record every n iterations), got {trace!r}")
+
+
+def _set_sparse_tag(tags):
+    tags.input_tags.sparse = True
+    return tags
+
+
+# --------------------------------------------------------------------------- #
+# SparseSVC
+# --------------------------------------------------------------------------- #
+class SparseSVC(ClassifierMixin, BaseEstimator):
+    """Sparse multiclass linear classifier with the exact (Crammer-Singer) hinge.
+
+    Parameters
+    ----------
+    method : {"hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"}
+        Problem solved: regularised exact hinge (Algorithm 1), constrained exact
+        hinge (Algorithm 2, epigraphical splitting), constrained with linear
+        constraints (timing baseline), squared multiclass hinge (FISTA),
+        multinomial logistic (FISTA) or one-vs-all squared hinge (FISTA per class).
+    penalty : {"l2", "l1", "l12", "l1inf"}
+        Regulariser ``g`` on the weights (biases are never penalised).
+    groups : None, int or "features"
+        None for l2 and l1; for l12 and l1inf either an int (within-class
+        blocks of that many consecutive features, the last block shorter) or
+        ``"features"`` (across-class groups: one feature's K weights; not with
+        ``method="ova"``).
+    alpha : float > 0
+        Hyper-parameter: ``lambda = 1/alpha`` (regularised forms) and
+        ``eta = alpha * n_samples`` (constrained forms); larger = sparser.
+    tol : float >= 0
+        Relative-change tolerance ``||X+ - X|| / ||X+|| <= tol``.
+    max_iter : int
+        Iteration cap.
+    step_ratio : float > 0
+        Primal-dual step balance ``sigma / tau`` (hinge-reg, hinge-con,
+        hinge-lin; ignored by the FISTA methods). Default
+        :data:`sparsesvm.solvers.DEFAULT_STEP_RATIO` (chosen by measurement,
+        see there).
+    solver : str
+        Solver family: ``"paper"`` (the algorithms of the paper) or one added
+        with :func:`register_solver` (``"accelerated"`` when available).
+    stopping : str
+        Stopping rule, ``"rel_change"`` (others depending on ``solver``).
+    trace : bool or int
+        Record the convergence trace every iteration (True) or every
+        ``trace`` iterations.
+    reference_coef : array of shape (n_classes, n_features + 1), optional
+        A reference solution ``[coef | intercept]`` (rows per class, classes
+        in the order of ``classes_``) for the ``rel_dist`` trace entry.
+
+    Attributes
+    ----------
+    classes_ : ndarray (n_classes,)
+    coef_ : ndarray (n_classes, n_features)
+    intercept_ : ndarray (n_classes,)
+    n_iter_ : int
+    converged_ : bool
+    objective_ : float
+        ``g + lambda * loss`` (hinge-reg, square, logit, ova summed over
+        classes) or ``g`` (hinge-con, hinge-lin).
+    constraint_violation_ : float
+        ``max(0, loss - eta)`` for hinge-con and hinge-lin, else 0.0.
+    fit_time_ : float
+        Seconds in the solver loop (trace evaluation excluded).
+    trace_ : dict of 1-D ndarrays or None
+    n_features_in_ : int
+
+    Notes
+    -----
+    Inputs: dense arrays or sparse matrices (converted to CSR); every input,
+    float32 and integer included, is converted to float64 once in ``fit`` (the
+    solvers work in float64). ``coef_`` and ``intercept_`` are float64.
+
+    Binary problems (2 classes) use the same multiclass formulation with two
+    columns, so ``coef_`` has shape (2, n_features); ``decision_function`` then
+    follows scikit-learn's binary convention and returns shape (n_samples,),
+    the score of ``classes_[1]`` minus that of ``classes_[0]``.
+
+    The bias shift ``b + c`` (and adding one vector to every ``w_k``) leaves
+    the loss unchanged; the solvers start from 0, which keeps
+    ``sum_k b_k = 0``.
+    """
+
+    def __init__(self, method="hinge-reg", penalty="l1", groups=None, alpha=1.0, tol=1e-5,
+                 max_iter=100000, step_ratio=_solvers.DEFAULT_STEP_RATIO, solver="paper",
+                 stopping="rel_change", trace=False, reference_coef=None):
+        self.method = method
+        self.penalty = penalty
+        self.groups = groups
+        self.alpha = alpha
+        self.tol = tol
+        self.max_iter = max_iter
+        self.step_ratio = step_ratio
+        self.solver = solver
+        self.stopping = stopping
+        self.trace = trace
+        self.reference_coef = reference_coef
+
+    # scikit-learn >= 1.6 tags
+    def __sklearn_tags__(self):
+        return _set_sparse_tag(super().__sklearn_tags__())
+
+    def _more_tags(self):  # pragma: no cover - scikit-learn < 1.6
+        return {"X_types": ["2darray", "sparse"]}
+
+    def _check_params(self):
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; expected one of {METHODS}")
+        if self.penalty not in PENALTIES:
+            raise ValueError(f"unknown penalty {self.penalty!r}; expected one of {PENALTIES}")
+        alpha = _check_positive_real(self.alpha, "alpha")
+        tol = _check_positive_real(self.tol, "tol", allow_zero=True)
+        max_iter = _check_max_iter(self.max_iter)
+        step_ratio = _check_positive_real(self.step_ratio, "step_ratio")
+        table = _known_solvers()
+        if self.solver not in table:
+            raise ValueError(f"unknown solver {self.solver!r}; expected one of {tuple(table)}")
+        family = table[self.solver]
+        if self.method not in family["methods"]:
+            raise ValueError(f"solver {self.solver!r} does not support method {self.method!r}; "
+                             f"it supports {tuple(family['methods'])}")
+        if self.stopping not in family["stopping"]:
+            raise ValueError(f"unknown stopping {self.stopping!r} for solver {self.solver!r}; "
+                             f"expected one of {family['stopping']}")
+        trace = _check_trace(self.trace)
+        return alpha, tol, max_iter, step_ratio, family["methods"][self.method], trace
+
+    def fit(self, X, y):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Features (finite); converted to float64 (CSR if sparse).
+        y : array-like of shape (n_samples,)
+            Labels of any type; at least two classes.
+
+        Returns
+        -------
+        self
+        """
+        alpha, tol, max_iter, step_ratio, run, trace = self._check_params()
+        X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                              ensure_min_samples=2)
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        K = self.classes_.size
+        if K < 2:
+            raise ValueError(f"SparseSVC needs at least 2 classes in y; got 1 class ({self.classes_[0]!r})")
+        L, M = X.shape
+        groups = _check_groups(self.penalty, self.groups, M, self.method)
+        reference = None
+        if self.reference_coef is not None:
+            ref = np.asarray(self.reference_coef, dtype=np.float64)
+            if ref.shape != (K, M + 1):
+                raise ValueError(f"reference_coef must have shape (n_classes, n_features + 1) = "
+                                 f"{(K, M + 1)}, got {ref.shape}")
+            if not np.all(np.isfinite(ref)):
+                raise ValueError("reference_coef contains NaN or inf")
+            reference = np.ascontiguousarray(ref.T)
+        op = MulticlassOperator(X, y_idx.ravel(), K)
+        pen = make_penalty(self.penalty, groups, M, K)
+        res = run(op, pen, alpha, tol=tol, max_iter=max_iter, step_ratio=step_ratio,
+                  trace=trace, reference=reference, stopping=self.stopping)
+        self.coef_ = np.ascontiguousarray(res.X[:-1].T)
+        self.intercept_ = np.array(res.X[-1], dtype=np.float64)
+        self.n_iter_ = int(res.n_iter)
+        self.converged_ = bool(res.converged)
+        self.objective_ = float(res.objective)
+        self.constraint_violation_ = float(res.constraint_violation)
+        self.fit_time_ = float(res.fit_time)
+        self.trace_ = res.trace if trace else None
+        return self
+
+    def _scores(self, X):
+        check_is_fitted(self)
+        X = _validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        S = X @ self.coef_.T
+        S += self.intercept_
+        return np.asarray(S)
+
+    def decision_function(self, X):
+        """Class scores.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), or (n_samples,) for 2 classes
+            (score of ``classes_[1]`` minus score of ``classes_[0]``).
+        """
+        S = self._scores(X)
+        if S.shape[1] == 2:
+            return S[:, 1] - S[:, 0]
+        return S
+
+    def predict(self, X):
+        """Class of largest score (first class on ties).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        S = self._scores(X)
+        return self.classes_[np.argmax(S, axis=1)]
+
+
+# --------------------------------------------------------------------------- #
+# peer: liblinear's Crammer-Singer
+# --------------------------------------------------------------------------- #
+class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
+    """Peer for the l2 problem: ``LinearSVC(multi_class="crammer_singer", C=1/alpha)``.
+
+    liblinear solves ``1/2 sum_k (||w_k||^2 + b_k^2) + C * loss`` (hinge as in
+    :class:`SparseSVC`): its bias is a weight on a constant feature and *is*
+    regularised, unlike the paper's free bias.
+
+    Parameters
+    ----------
+    alpha : float > 0
+        ``C = 1/alpha``.
+    tol : float > 0
+        liblinear's tolerance.
+    max_iter : int
+        liblinear's iteration cap.
+
+    Attributes
+    ----------
+    classes_, coef_ (n_classes, n_features), intercept_ (n_classes,), n_iter_,
+    converged_ (``n_iter_ < max_iter``), objective_ (the liblinear objective
+    above, bias term included, evaluated at the returned point),
+    constraint_violation_ (0.0), fit_time_ (seconds of ``LinearSVC.fit``,
+    its input conversion included), trace_ (None).
+
+    Notes
+    -----
+    For 2 classes liblinear returns ``d = w_1 - w_0``; the Crammer-Singer
+    optimum is then ``w_1 = -w_0 = d / 2`` (the loss depends on ``d`` only and
+    the regulariser is minimised by the symmetric split), which is stored, so
+    ``coef_`` always has shape (n_classes, n_features).
+    """
+
+    def __init__(self, alpha=1.0, tol=1e-3, max_iter=100000):
+        self.alpha = alpha
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def __sklearn_tags__(self):
+        return _set_sparse_tag(super().__sklearn_tags__())
+
+    def _more_tags(self):  # pragma: no cover - scikit-learn < 1.6
+        return {"X_types": ["2darray", "sparse"]}
+
+    def fit(self, X, y):
+        """Fit liblinear's Crammer-Singer SVM (see class docstring).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.svm import LinearSVC
+
+        alpha = _check_positive_real(self.alpha, "alpha")
+        tol = _check_positive_real(self.tol, "tol")
+        max_iter = _check_max_iter(self.max_iter)
+        X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                              ensure_min_samples=2)
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        K = self.classes_.size
+        if K < 2:
+            raise ValueError(f"CrammerSingerSVC needs at least 2 classes in y; got 1 class ({self.classes_[0]!r})")
+        svc = LinearSVC(multi_class="crammer_singer", C=1.0 / alpha, tol=tol, max_iter=max_iter,
+                        random_state=0)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            svc.fit(X, y_idx)
+        self.fit_time_ = time.perf_counter() - t0
+        if K == 2:
+            d = svc.coef_.ravel()
+            db = float(svc.intercept_[0])
+            self.coef_ = np.vstack([-0.5 * d, 0.5 * d])
+            self.intercept_ = np.array([-0.5 * db, 0.5 * db])
+        else:
+            self.coef_ = np.array(svc.coef_, dtype=np.float64)
+            self.intercept_ = np.array(svc.intercept_, dtype=np.float64)
+        self.n_iter_ = int(svc.n_iter_)
+        self.converged_ = bool(self.n_iter_ < max_iter)
+        S = np.asarray(X @ self.coef_.T) + self.intercept_
+        L = S.shape[0]
+        st = S[np.arange(L), y_idx]
+        S[np.arange(L), y_idx] = -np.inf
+        loss = float(np.maximum(0.0, 1.0 + S.max(axis=1) - st).sum())
+        self.objective_ = float(0.5 * (np.sum(self.coef_ ** 2) + np.sum(self.intercept_ ** 2))
+                                + loss / alpha)
+        self.constraint_violation_ = 0.0
+        self.trace_ = None
+        return self
+
+    def decision_function(self, X):
+        """Class scores; shape (n_samples, n_classes), or (n_samples,) for 2 classes."""
+        check_is_fitted(self)
+        X = _validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        S = np.asarray(X @ self.coef_.T) + self.intercept_
+        if S.shape[1] == 2:
+            return S[:, 1] - S[:, 0]
+        return S
+
+    def predict(self, X):
+        """Class of largest score."""
+        check_is_fitted(self)
+        X = _validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        S = np.asarray(X @ self.coef_.T) + self.intercept_
+        return self.classes_[np.argmax(S, axis=1)]

@@ -1,0 +1,144 @@
+"""Tests of sparsesvm.accelerated against CVXPY/Clarabel (tests/cvx_reference.py)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import cvx_reference as cr
+from sparsesvm import accelerated as acc
+
+PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
+             ("l1inf", 3), ("l1inf", "features")]
+
+
+def _data(seed=1, L=12, M=8, K=3):
+    rng = np.random.default_rng(seed)
+    Phi = rng.standard_normal((L, M))
+    y = np.arange(L) % K
+    return Phi, y, K
+
+
+def _run(method, Phi, y, K, pen, grp, par, **kw):
+    if method == "hinge-reg":
+        return acc.hinge_reg(Phi, y, K, pen, grp, lam=par, **kw)
+    return acc.hinge_con(Phi, y, K, pen, grp, eta=par, **kw)
+
+
+def _check_against_cvx(method, pen, grp, inner, seed=1):
+    Phi, y, K = _data(seed)
+    L = len(y)
+    par = 2.0 if method == "hinge-reg" else 0.3 * L
+    kw = dict(lam=par) if method == "hinge-reg" else dict(eta=par)
+    pstar, _ = cr.solve(method, Phi, y, K, pen, grp, **kw)
+    r = _run(method, Phi, y, K, pen, grp, par, tol=2e-7, max_iter=200000, inner=inner)
+    assert r.converged and r.rel_gap <= 2e-7
+    X = r.X
+    g = cr.regulariser_value(X[:-1], pen, grp)
+    loss = cr.hinge_loss_np(Phi, y, X)
+    if method == "hinge-reg":
+        obj = g + par * loss
+    else:
+        obj = g
+        assert loss <= par * (1 + 1e-9)  # the returned point is feasible
+        assert r.constraint_violation == 0.0
+    assert obj == pytest.approx(r.objective, rel=1e-9, abs=1e-12)
+    # reaches the optimum to 1e-6 relative (Clarabel itself is ~1e-8 accurate)
+    assert abs(obj - pstar) <= 1e-6 * abs(pstar)
+    # the certified lower bound is below the optimum
+    assert r.dual_objective <= pstar * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("pen,grp", [p for p in PENALTIES if p[0] in ("l1", "l1inf")])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
+def test_column_generation_reaches_cvx_optimum(method, pen, grp):
+    _check_against_cvx(method, pen, grp, "cg")
+
+
+@pytest.mark.parametrize("pen,grp", PENALTIES)
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
+def test_pdhg_reaches_cvx_optimum(method, pen, grp):
+    _check_against_cvx(method, pen, grp, "pdhg", seed=2)
+
+
+def test_ingredients_each_reach_the_optimum():
+    Phi, y, K = _data(seed=4, L=10, M=6)
+    pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l12", 2, lam=1.5)
+    for opts in (dict(restart="none", primal_weight=False, working_set=False),
+                 dict(precondition="diag"), dict(reflection=0.0), dict(working_set=False)):
+        r = acc.hinge_reg(Phi, y, K, "l12", 2, lam=1.5, tol=1e-6, max_iter=300000,
+                          inner="pdhg", **opts)
+        assert r.converged, opts
+        assert r.objective == pytest.approx(pstar, rel=2e-6)
+
+
+def test_sparse_input_and_trace():
+    Phi, y, K = _data(seed=3, L=15, M=20)
+    Phis = sp.csr_matrix(np.where(np.abs(Phi) > 0.8, Phi, 0.0))
+    r1 = acc.hinge_reg(Phis, y, K, "l1", lam=1.0, tol=1e-8, trace=True)
+    r2 = acc.hinge_reg(Phis.toarray(), y, K, "l1", lam=1.0, tol=1e-8)
+    assert r1.objective == pytest.approx(r2.objective, rel=1e-7)
+    tr = r1.trace
+    assert set(tr) == {"iteration", "time", "objective", "dual_objective", "rel_gap", "rel_change"}
+    n = len(tr["time"])
+    assert n >= 1 and all(len(v) == n for v in tr.values())
+    assert np.all(np.diff(tr["time"]) >= 0)
+    assert tr["rel_gap"][-1] <= 1e-8
+    assert acc.hinge_reg(Phis, y, K, "l1", lam=1.0).trace is None
+
+
+def test_certified_rel_gap_bounds_true_gap():
+    Phi, y, K = _data(seed=6, L=20, M=15)
+    pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l1inf", 5, lam=3.0)
+    for tol in (1e-1, 1e-2, 1e-3):
+        r = acc.hinge_reg(Phi, y, K, "l1inf", 5, lam=3.0, tol=tol, inner="pdhg")
+        assert r.rel_gap <= tol
+        assert (r.objective - pstar) / pstar <= r.rel_gap + 1e-7
+
+
+def test_bad_input_raises():
+    Phi, y, K = _data()
+    with pytest.raises(ValueError, match="lam"):
+        acc.hinge_reg(Phi, y, K, "l1", lam=-1.0)
+    with pytest.raises(ValueError, match="eta"):
+        acc.hinge_con(Phi, y, K, "l1", eta=0.0)
+    with pytest.raises(ValueError, match="y_idx"):
+        acc.hinge_reg(Phi, y[:-1], K, "l1")
+    with pytest.raises(ValueError, match="n_classes"):
+        acc.hinge_reg(Phi, y, 2, "l1")
+    with pytest.raises(ValueError, match="unknown option"):
+        acc.hinge_reg(Phi, y, K, "l1", bogus=1)
+    with pytest.raises(ValueError, match="inner"):
+        acc.hinge_reg(Phi, y, K, "l1", inner="newton")
+    with pytest.raises(ValueError, match="tol"):
+        acc.hinge_reg(Phi, y, K, "l1", tol=0)
+    with pytest.raises(ValueError, match="Phi"):
+        acc.hinge_reg([[1.0, 2.0]], [0], 2, "l1")
+
+
+def test_linprog_fallback_gives_the_same_optimum(monkeypatch):
+    Phi, y, K = _data(seed=8, L=15, M=12)
+    r1 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
+    monkeypatch.setattr(acc, "_highspy", None)  # no incremental HiGHS: scipy.optimize.linprog
+    r2 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
+    assert r1.converged and r2.converged
+    assert r2.objective == pytest.approx(r1.objective, rel=1e-8)
+
+
+def test_sparsesvc_accelerated_matches_cvx():
+    est = pytest.importorskip("sparsesvm.estimators")
+    Phi, y, K = _data(seed=9, L=15, M=10)
+    L = len(y)
+    for method, kw in (("hinge-reg", dict(lam=1 / 0.5)), ("hinge-con", dict(eta=0.5 * L))):
+        pstar, _ = cr.solve(method, Phi, y, K, "l1", None, **kw)
+        clf = est.SparseSVC(method=method, penalty="l1", alpha=0.5, solver="accelerated",
+                            stopping="gap", tol=1e-8, trace=True).fit(Phi, y)
+        assert clf.converged_
+        assert clf.objective_ == pytest.approx(pstar, rel=1e-6)
+        assert clf.coef_.shape == (K, Phi.shape[1]) and clf.intercept_.shape == (K,)
+        assert clf.constraint_violation_ == 0.0
+        assert clf.trace_["rel_gap"][-1] <= 1e-8
+        assert {"iteration", "time", "rel_change", "objective"} <= set(clf.trace_)
+    with pytest.raises(ValueError, match="stopping"):
+        est.SparseSVC(method="hinge-reg", solver="accelerated", stopping="rel_change").fit(Phi, y)
+    with pytest.raises(ValueError):
+        est.SparseSVC(method="square", solver="accelerated", stopping="gap").fit(Phi, y)

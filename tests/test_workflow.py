@@ -1,0 +1,460 @@
+"""Tests of the Snakemake workflow (Snakefile, workflow/, config/).
+
+Every run uses ``--directory`` pointing at a temporary directory and a ``results``
+root there, so the repository's ``results/`` and ``.snakemake/`` are never touched.
+
+* the full config builds the whole DAG; the training jobs per experiment equal the grid
+  sizes computed here from the YAML;
+* ``snakemake --lint`` is clean;
+* invalid configs stop before any job with a message naming the key;
+* config/test.yaml runs end to end on the tiny fixture mirror (tests/fixtures_data.py):
+  Table 1 against the records, tidy tables, figures, traces, MNIST features;
+  a second run has nothing to do; deleting one result reruns that job and its dependants;
+* E1 on the real mirror (../shared/data) on a reduced alpha grid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "Snakefile"
+FULL = REPO / "config" / "config.yaml"
+QUICK = REPO / "config" / "quick.yaml"
+TEST = REPO / "config" / "test.yaml"
+TESTS = Path(__file__).resolve().parent
+
+sys.path.insert(0, str(TESTS))
+import fixtures_data  # noqa: E402  (the data helper's tiny-file generators)
+
+PENALTIES = ["l2", "l1", "l12", "l1inf"]
+E1_METHODS = ["hinge-reg", "hinge-con", "square", "logit", "ova"]
+
+
+def snakemake_exe():
+    exe = Path(sys.executable).with_name("snakemake")
+    if exe.exists():
+        return str(exe)
+    found = shutil.which("snakemake")
+    if found is None:
+        pytest.skip("snakemake is not installed (pip install -e .[workflow])")
+    return found
+
+
+def smk(workdir, *args, configfiles=(), config=None, check=True, timeout=900):
+    """Run snakemake on the repository's Snakefile with `workdir` as working directory."""
+    cmd = [snakemake_exe(), "--snakefile", str(SNAKEFILE), "--directory", str(workdir)]
+    for cf in configfiles:
+        cmd += ["--configfile", str(cf)]
+    if config:
+        cmd += ["--config"] + [f"{k}={v}" for k, v in config.items()]
+    cmd += list(args)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    out = proc.stdout + proc.stderr
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}): {' '.join(cmd)}\n{out[-6000:]}")
+    return proc.returncode, out
+
+
+def load_config(*paths):
+    """The merged config as Snakemake builds it (key-by-key dict merge, lists replaced)."""
+    def merge(a, b):
+        for k, v in b.items():
+            if isinstance(v, dict) and isinstance(a.get(k), dict):
+                merge(a[k], v)
+            else:
+                a[k] = v
+        return a
+
+    cfg = {}
+    for p in paths:
+        merge(cfg, yaml.safe_load(Path(p).read_text()))
+    return cfg
+
+
+def expected_train_jobs(cfg):
+    """Training jobs per experiment, computed from the config (independently of the workflow)."""
+    counts = {}
+    for exp_id, exp in cfg["experiments"].items():
+        n = 0
+        for grid in exp["grids"]:
+            if exp["samples_per_class"] is None:
+                n += len(grid["alphas"])
+            else:
+                sizes = grid.get("samples_per_class", exp["samples_per_class"])
+                n += len(grid["alphas"]) * len(sizes) * exp["n_subsets"]
+        counts[exp_id] = n
+    return counts
+
+
+def job_stats(output):
+    """Parse the 'Job stats' table of a snakemake run or dry run into {rule: count}."""
+    m = re.search(r"Job stats:\n(.*?)\n\s*total\s+(\d+)", output, re.S)
+    if m is None:
+        return {}
+    stats = {}
+    for line in m.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            stats[parts[0]] = int(parts[1])
+    return stats
+
+
+def train_wildcards(output):
+    """Wildcards of every `rule train` job listed by a (non-quiet) dry run."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", output):
+        if re.match(r"(?:local)?rule train:", block):
+            m = re.search(r"wildcards: (.*)", block)
+            jobs.append(dict(kv.split("=", 1) for kv in m.group(1).split(", ")))
+    return jobs
+
+
+# --------------------------------------------------------------------------- config checks
+
+
+def test_configs_are_merge_safe_and_typed():
+    """Configs differ only in lists (replaced on merge); floats are floats (1.0e-3, not 1e-3)."""
+    for path in (FULL, QUICK, TEST):
+        cfg = yaml.safe_load(path.read_text())
+        assert set(cfg["experiments"]) == {"e1", "e2", "e3", "e4", "e5"}, path
+        for exp_id, exp in cfg["experiments"].items():
+            assert isinstance(exp["tol"], float), (path, exp_id)
+            for grid in exp["grids"]:
+                assert all(isinstance(a, float) and a > 0 for a in grid["alphas"]), (path, exp_id, grid)
+
+
+def test_test_config_checksums_match_fixture(tmp_path):
+    """config/test.yaml holds the digests of the deterministic tiny mirror."""
+    info = fixtures_data.write_tiny_mirror(tmp_path / "mirror")
+    cfg = yaml.safe_load(TEST.read_text())
+    for files in cfg["downloads"].values():
+        for entry in files.values():
+            assert entry["algorithm"] == "sha256" and not entry["decompressed"]
+            assert entry["checksum"] == [info["checksums"][entry["file"]]["sha256"]], entry["file"]
+
+
+@pytest.mark.slow
+def test_full_dag_counts_training_jobs(tmp_path):
+    """`snakemake -n` on config/config.yaml builds the whole DAG; train jobs = grid sizes."""
+    cfg = load_config(FULL)
+    _, out = smk(tmp_path, "-n", "all", configfiles=[FULL])
+    jobs = train_wildcards(out)
+    got = {}
+    for job in jobs:
+        got[job["experiment"]] = got.get(job["experiment"], 0) + 1
+    assert got == expected_train_jobs(cfg)
+    stats = job_stats(out)
+    assert stats["train"] == len(jobs)
+    assert stats["download"] == 8
+    assert stats["features"] == 3
+    assert stats["aggregate"] == 5
+    for rule in ("table1", "figure1", "figure2", "figure3", "figure4"):
+        assert stats[rule] == 1, rule
+    # E4 traces: one per traced method x L x trace subset
+    e4 = cfg["experiments"]["e4"]
+    assert stats["trace"] == len(e4["trace"]["methods"]) * len(e4["samples_per_class"]) * e4["trace"]["n_subsets"]
+    # subsets: one file per (dataset, n per class, subset index), shared by experiments
+    sizes = {}
+    for exp in cfg["experiments"].values():
+        if exp["samples_per_class"] is None:
+            continue
+        for grid in exp["grids"]:
+            for n in grid.get("samples_per_class", exp["samples_per_class"]):
+                key = (exp["dataset"], n)
+                sizes[key] = max(sizes.get(key, 0), exp["n_subsets"])
+    assert stats["subset"] == sum(sizes.values())
+    # E4 uses the first 10 of E2's 25 subsets: the very same files
+    alpha = repr(float(e4["grids"][0]["alphas"][0]))
+    assert f"mnist/subsets/L~3K/subset~9.npy" in out and "L~3K/subset~10.npy" in out
+    assert re.search(rf"runs/e4/hinge-reg/l1inf/alpha~{re.escape(alpha)}/L~3K/subset~9\.json", out)
+
+
+def test_dataset_selection_and_targets(tmp_path):
+    """--config datasets=[...] selects what `all` builds; target rules build one product."""
+    _, out = smk(tmp_path, "-n", "--quiet", "rules", configfiles=[FULL], config={"datasets": "[leukemia]"})
+    stats = job_stats(out)
+    assert stats["train"] == expected_train_jobs(load_config(FULL))["e1"]
+    assert "figure1" not in stats and stats["table1"] == 1
+    _, out = smk(tmp_path, "-n", "--quiet", "rules", "figure2", configfiles=[FULL])
+    stats = job_stats(out)
+    assert stats["train"] == expected_train_jobs(load_config(FULL))["e3"]
+    assert set(stats) == {"download", "labels", "subset", "features", "train", "aggregate", "figure2"}
+
+
+def test_lint_is_clean(tmp_path):
+    rc, out = smk(tmp_path, "--lint", configfiles=[FULL], check=False)
+    assert rc == 0, out[-4000:]
+    assert "Congratulations, your workflow is in a good condition!" in out, out[-4000:]
+
+
+@pytest.mark.parametrize(
+    "overlay, key, message",
+    [
+        ({"mirrror": None}, "mirrror", "Additional properties are not allowed"),
+        (
+            {"experiments": {"e1": {"grids": [{"penalty": "l2", "groups": None, "method": "hinge-reg",
+                                               "alphas": ["1e-3"]}]}}},
+            "['alphas'][0]",
+            "is not of type 'number'",
+        ),
+        (
+            {"experiments": {"e1": {"grids": [{"penalty": "l2", "groups": None, "method": "hinge-reg",
+                                               "alphas": [1.0, -0.1]}]}}},
+            "['alphas'][1]",
+            "less than or equal to the minimum of 0",
+        ),
+        (
+            {"experiments": {"e2": {"grids": [{"penalty": "l1inf", "groups": 81, "method": "hinge-sq",
+                                               "alphas": [1.0]}]}}},
+            "['method']",
+            "'hinge-sq' is not one of",
+        ),
+        (
+            {"experiments": {"e3": {"tol": "1e-5"}}},
+            "['e3']['tol']",
+            "is not of type 'number'",
+        ),
+        (
+            {"experiments": {"e3": {"grids": [{"penalty": "l12", "groups": "features", "method": "ova",
+                                               "alphas": [1.0]}]}}},
+            "experiments.e3.grids[0].groups",
+            "cannot use across-class groups",
+        ),
+        (
+            {"experiments": {"e5": {"grids": [{"penalty": "l1", "groups": None, "method": "liblinear-cs",
+                                               "alphas": [1.0]}]}}},
+            "experiments.e5.grids[0].method",
+            "l2 problem only",
+        ),
+    ],
+    ids=["unknown-key", "alpha-string", "alpha-negative", "unknown-method", "tol-string", "ova-features",
+         "peer-l1"],
+)
+def test_invalid_config_stops_before_any_job(tmp_path, overlay, key, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(overlay))
+    results = tmp_path / "results"
+    rc, out = smk(tmp_path, "--cores", "1", "e1", configfiles=[TEST, bad],
+                  config={"results": results}, check=False)
+    assert rc != 0
+    assert key in out, out[-3000:]
+    assert message in out, out[-3000:]
+    assert not results.exists(), "a job ran despite the invalid config"
+
+
+# --------------------------------------------------------------------------- end to end on fixtures
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """config/test.yaml run end to end on the tiny fixture mirror (all rules, all experiments)."""
+    root = tmp_path_factory.mktemp("workflow")
+    mirror = root / "mirror"
+    fixtures_data.write_tiny_mirror(mirror)
+    results = root / "results"
+    _, out = smk(root, "--cores", "2", configfiles=[TEST], config={"mirror": mirror, "results": results})
+    return {"root": root, "mirror": mirror, "results": results, "log": out, "cfg": load_config(FULL, TEST),
+            "stats": job_stats(out)}
+
+
+def _records(results, exp_id):
+    return [json.loads(p.read_text()) for p in sorted(results.glob(f"*/runs/{exp_id}/**/*.json"))]
+
+
+@pytest.mark.slow
+def test_tiny_run_all_rules(tiny_run):
+    stats, cfg = tiny_run["stats"], tiny_run["cfg"]
+    for rule in ("download", "labels", "subset", "features", "train", "trace", "aggregate",
+                 "table1", "figure1", "figure2", "figure3", "figure4", "all"):
+        assert stats.get(rule, 0) >= 1, (rule, stats)
+    assert stats["train"] == sum(expected_train_jobs(cfg).values())
+
+
+@pytest.mark.slow
+def test_tiny_run_tidy_tables(tiny_run):
+    results, cfg = tiny_run["results"], tiny_run["cfg"]
+    expected = expected_train_jobs(cfg)
+    for exp_id, exp in cfg["experiments"].items():
+        df = pd.read_parquet(results / exp["dataset"] / "tables" / f"{exp_id}_runs.parquet")
+        assert len(df) == expected[exp_id] == len(_records(results, exp_id)), exp_id
+        for col in ("dataset", "experiment", "method", "penalty", "groups", "alpha", "L", "subset",
+                    "test_errors", "test_error_pct", "nnz", "zero_weights_pct", "fit_time_s", "n_iter",
+                    "objective", "converged", "tol"):
+            assert col in df.columns, (exp_id, col)
+        assert set(df["experiment"]) == {exp_id}
+        assert not df.duplicated(["method", "penalty", "alpha", "L", "subset"]).any()
+        assert (df["tol"] == exp["tol"]).all()
+        # the alphas of the records are exactly the config's floats
+        for grid in exp["grids"]:
+            sel = df[(df["method"] == grid["method"]) & (df["penalty"] == grid["penalty"])]
+            assert sorted(set(sel["alpha"])) == sorted(grid["alphas"]), (exp_id, grid["method"])
+        csv = pd.read_csv(results / exp["dataset"] / "tables" / f"{exp_id}_runs.csv")
+        assert len(csv) == len(df)
+        best = pd.read_csv(results / exp["dataset"] / "tables" / f"{exp_id}_best_alpha.csv")
+        assert len(best) == len(df.groupby(["method", "penalty", "L"]))
+
+
+def _best_from_records(records):
+    """Best alpha by test error, recomputed from the raw records: fewest mean test errors,
+    ties to the fewer mean non-zeros, then the larger alpha."""
+    per_alpha = {}
+    for r in records:
+        per_alpha.setdefault(r["alpha"], []).append(r)
+    rows = []
+    for alpha, recs in per_alpha.items():
+        rows.append((np.mean([r["test_errors"] for r in recs]), np.mean([r["nnz"] for r in recs]), -alpha, recs))
+    rows.sort(key=lambda t: t[:3])
+    return rows[0][3]
+
+
+@pytest.mark.slow
+def test_tiny_run_table1_cells(tiny_run):
+    results = tiny_run["results"]
+    records = _records(results, "e1")
+    n_test = records[0]["n_test"]
+    table = pd.read_csv(results / "tables" / "table1.csv", index_col=0)
+    assert set(table.index) == set(PENALTIES)
+    assert set(table.columns) == set(E1_METHODS)
+    for pen in PENALTIES:
+        for method in E1_METHODS:
+            cell = str(table.loc[pen, method])
+            best = _best_from_records([r for r in records if r["penalty"] == pen and r["method"] == method])
+            assert len(best) == 1
+            rec = best[0]
+            want = f"{rec['test_errors']}/{n_test} ({'+'.join(str(v) for v in rec['nnz_per_class'])})"
+            assert cell == want, (pen, method, cell, want)
+    md = (results / "tables" / "table1.md").read_text()
+    tex = (results / "tables" / "table1.tex").read_text()
+    assert "hinge-reg" in md and "l1inf" in md.replace("\\", "")
+    assert "\\begin{tabular}" in tex or "\\begin{table}" in tex
+
+
+@pytest.mark.slow
+def test_tiny_run_figures_and_traces(tiny_run):
+    results, cfg = tiny_run["results"], tiny_run["cfg"]
+    for n in (1, 2, 3, 4):
+        png = results / "figures" / f"figure{n}.png"
+        pdf = results / "figures" / f"figure{n}.pdf"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, png
+        assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 5_000, pdf
+    e4 = cfg["experiments"]["e4"]
+    traces = sorted(results.glob("mnist/traces/e4/**/*.json"))
+    assert len(traces) == len(e4["trace"]["methods"]) * len(e4["samples_per_class"]) * e4["trace"]["n_subsets"]
+    runs = _records(results, "e4")
+    for path in traces:
+        rec = json.loads(path.read_text())
+        tr = rec["trace"]
+        assert len(tr["time"]) == len(tr["rel_dist"]) >= 1
+        assert all(np.isfinite(tr["rel_dist"])) and np.all(np.diff(tr["time"]) >= 0)
+        # the trace is at the method's best alpha, recomputed from the E4 records
+        same = [r for r in runs if r["method"] == rec["method"] and r["L"] == rec["L"]]
+        assert rec["alpha"] == _best_from_records(same)[0]["alpha"], path
+        assert rec["reference_tol"] == e4["trace"]["reference_tol"]
+    table = pd.read_csv(results / "mnist" / "tables" / "e4_traces.csv")
+    assert set(table["method"]) == set(e4["trace"]["methods"])
+
+
+@pytest.mark.slow
+def test_tiny_run_mnist_features_only_used_images(tiny_run):
+    """MNIST: the test split and only the training images of some subset are scattered."""
+    results = tiny_run["results"]
+    union = np.unique(np.concatenate([np.load(p) for p in results.glob("mnist/subsets/L~*/subset~*.npy")]))
+    meta = json.loads((results / "mnist" / "features" / "meta.json").read_text())
+    rows = np.load(results / "mnist" / "features" / "rows_train.npy")
+    assert np.array_equal(rows, union)
+    assert meta["shapes"]["train"] == [union.size, 3969]
+    assert union.size < 60  # the fixture has 60 training images; the subsets use fewer
+    # class-balanced subsets, nested across sizes and shared across experiments
+    labels = np.load(results / "mnist" / "subsets" / "train_labels.npy")
+    small = np.load(results / "mnist" / "subsets" / "L~2K" / "subset~0.npy")
+    large = np.load(results / "mnist" / "subsets" / "L~3K" / "subset~0.npy")
+    assert np.all(np.bincount(labels[small], minlength=10) == 2)
+    assert set(small) <= set(large)
+
+
+@pytest.mark.slow
+def test_tiny_run_report(tiny_run):
+    """`snakemake --report` packs Table 1 and the four figures with their captions."""
+    import zipfile
+
+    root, results = tiny_run["root"], tiny_run["results"]
+    report = root / "report.zip"
+    smk(root, "--report", str(report), configfiles=[TEST],
+        config={"mirror": tiny_run["mirror"], "results": results})
+    names = zipfile.ZipFile(report).namelist()
+    for n in (1, 2, 3, 4):
+        assert any(name.endswith(f"figure{n}.png") for name in names), names
+    assert any(name.endswith("table1.csv") for name in names), names
+
+
+@pytest.mark.slow
+def test_tiny_run_second_run_and_partial_rerun(tiny_run):
+    root, mirror, results = tiny_run["root"], tiny_run["mirror"], tiny_run["results"]
+    conf = {"mirror": mirror, "results": results}
+    _, out = smk(root, "-n", configfiles=[TEST], config=conf)
+    assert "Nothing to be done" in out, out[-3000:]
+
+    # one E2 result: that job, E2's table and Figure 1 only
+    victim = sorted(results.glob("mnist/runs/e2/logit/**/*.json"))[0]
+    victim.unlink()
+    _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
+    assert job_stats(out) == {"train": 1, "aggregate": 1, "figure1": 1, "all": 1}, out[-3000:]
+
+    # one E4 result: also the trace of that method and L (its best alpha may move)
+    victim4 = sorted(results.glob("mnist/runs/e4/hinge-con/**/*.json"))[0]
+    victim4.unlink()
+    _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
+    assert job_stats(out) == {"train": 2, "aggregate": 2, "trace": 1, "figure1": 1, "figure3": 1, "all": 1}
+
+    # rerun for real; the other records are untouched
+    others = {p: p.stat().st_mtime_ns for p in results.glob("*/runs/**/*.json")}
+    _, out = smk(root, "--cores", "2", configfiles=[TEST], config=conf)
+    assert victim.exists() and victim4.exists()
+    assert all(p.stat().st_mtime_ns == t for p, t in others.items())
+    _, out = smk(root, "-n", configfiles=[TEST], config=conf)
+    assert "Nothing to be done" in out
+
+
+# --------------------------------------------------------------------------- real data
+
+
+@pytest.mark.slow
+@pytest.mark.mirror
+def test_e1_on_real_mirror(tmp_path, mirror_dir):
+    """E1 on the real leukemia data (reduced alpha grid): Table 1 is complete and plausible."""
+    overlay = tmp_path / "e1.yaml"
+    full = yaml.safe_load(FULL.read_text())
+    reduced = yaml.safe_load((TESTS / "workflow_fixtures" / "e1_reduced.yaml").read_text())
+    cfg = {"experiments": {"e1": reduced}, "run": ["e1"], "datasets": ["leukemia"]}
+    overlay.write_text(yaml.safe_dump(cfg))
+    results = tmp_path / "results"
+    smk(tmp_path, "--cores", "2", "e1", configfiles=[FULL, overlay],
+        config={"mirror": mirror_dir, "results": results})
+    table = pd.read_csv(results / "tables" / "table1.csv", index_col=0)
+    assert set(table.index) == set(PENALTIES) and set(table.columns) == set(E1_METHODS)
+    n_genes = 7129
+    for pen in PENALTIES:
+        for method in E1_METHODS:
+            cell = str(table.loc[pen, method])
+            m = re.fullmatch(r"(\d+)/34 \((\d+)\+(\d+)\+(\d+)\)", cell)
+            assert m, (pen, method, cell)
+            errors, nnz = int(m.group(1)), [int(g) for g in m.groups()[1:]]
+            assert 0 <= errors <= 34
+            if pen == "l2":
+                assert min(nnz) > 0.9 * n_genes, (pen, method, cell)  # dense
+            else:
+                assert max(nnz) < 0.5 * n_genes, (pen, method, cell)  # sparse
+    assert full["experiments"]["e1"]["dataset"] == "leukemia"
