@@ -142,3 +142,17 @@ def test_sparsesvc_accelerated_matches_cvx():
         est.SparseSVC(method="hinge-reg", solver="accelerated", stopping="rel_change").fit(Phi, y)
     with pytest.raises(ValueError):
         est.SparseSVC(method="square", solver="accelerated", stopping="gap").fit(Phi, y)
+
+
+def test_elastic_slack_of_hinge_con_is_priced_out(monkeypatch):
+    # a tiny slack penalty forces the master to raise it (phase-1 logic)
+    class SmallBig(acc._Master):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs, big=1e-2)
+
+    Phi, y, K = _data(seed=12, L=15, M=10)
+    ref = acc.hinge_con(Phi, y, K, "l1", eta=3.0, tol=1e-9)
+    monkeypatch.setattr(acc, "_Master", SmallBig)
+    r = acc.hinge_con(Phi, y, K, "l1", eta=3.0, tol=1e-9)
+    assert r.converged
+    assert r.objective == pytest.approx(ref.objective, rel=1e-8)

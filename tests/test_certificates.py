@@ -212,3 +212,25 @@ def test_bad_input_raises():
         GroupGeometry("l1", 2, 5, 3)
     with pytest.raises(ValueError, match="unknown penalty"):
         GroupGeometry("l0", None, 5, 3)
+
+
+def test_certify_with_package_operator_and_penalty():
+    operator = pytest.importorskip("sparsesvm.operator")
+    penalties = pytest.importorskip("sparsesvm.penalties")
+    from sparsesvm.certificates import certify
+
+    Phi, y, K = _data(seed=11)
+    L, M = Phi.shape
+    op = operator.MulticlassOperator(Phi, y, K)
+    pen = penalties.make_penalty("l1inf", 3, M, K)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((M + 1, K))
+    Y = rng.random((L, K))
+    g = certify("hinge-reg", op, pen, X, Y, lam=2.0)
+    assert g.gap == pytest.approx(hinge_reg_gap(Phi, y, K, X, Y, "l1inf", 3, lam=2.0).gap)
+    g = certify("hinge-lin", op, pen, X, Y, eta=0.5 * L)
+    assert g.gap == pytest.approx(hinge_con_gap(Phi, y, K, X, Y, "l1inf", 3, eta=0.5 * L).gap)
+    with pytest.raises(ValueError, match="method"):
+        certify("square", op, pen, X, Y, lam=1.0)
+    with pytest.raises(ValueError, match="needs eta"):
+        certify("hinge-con", op, pen, X, Y, lam=1.0)

@@ -52,9 +52,11 @@ def snakemake_exe():
     return found
 
 
-def smk(workdir, *args, configfiles=(), config=None, check=True, timeout=900):
-    """Run snakemake on the repository's Snakefile with `workdir` as working directory."""
-    cmd = [snakemake_exe(), "--snakefile", str(SNAKEFILE), "--directory", str(workdir)]
+def smk(workdir, *args, targets=(), configfiles=(), config=None, check=True, timeout=900):
+    """Run snakemake on the repository's Snakefile with `workdir` as working directory.
+
+    Targets go first: options such as --quiet and --config take several values."""
+    cmd = [snakemake_exe(), *targets, "--snakefile", str(SNAKEFILE), "--directory", str(workdir)]
     for cf in configfiles:
         cmd += ["--configfile", str(cf)]
     if config:
@@ -150,7 +152,7 @@ def test_test_config_checksums_match_fixture(tmp_path):
 def test_full_dag_counts_training_jobs(tmp_path):
     """`snakemake -n` on config/config.yaml builds the whole DAG; train jobs = grid sizes."""
     cfg = load_config(FULL)
-    _, out = smk(tmp_path, "-n", "all", configfiles=[FULL])
+    _, out = smk(tmp_path, "-n", targets=["all"], configfiles=[FULL])
     jobs = train_wildcards(out)
     got = {}
     for job in jobs:
@@ -188,7 +190,7 @@ def test_dataset_selection_and_targets(tmp_path):
     stats = job_stats(out)
     assert stats["train"] == expected_train_jobs(load_config(FULL))["e1"]
     assert "figure1" not in stats and stats["table1"] == 1
-    _, out = smk(tmp_path, "-n", "--quiet", "rules", "figure2", configfiles=[FULL])
+    _, out = smk(tmp_path, "-n", "--quiet", "rules", targets=["figure2"], configfiles=[FULL])
     stats = job_stats(out)
     assert stats["train"] == expected_train_jobs(load_config(FULL))["e3"]
     assert set(stats) == {"download", "labels", "subset", "features", "train", "aggregate", "figure2"}
@@ -247,7 +249,7 @@ def test_invalid_config_stops_before_any_job(tmp_path, overlay, key, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(overlay))
     results = tmp_path / "results"
-    rc, out = smk(tmp_path, "--cores", "1", "e1", configfiles=[TEST, bad],
+    rc, out = smk(tmp_path, "--cores", "1", targets=["e1"], configfiles=[TEST, bad],
                   config={"results": results}, check=False)
     assert rc != 0
     assert key in out, out[-3000:]
@@ -441,7 +443,7 @@ def test_e1_on_real_mirror(tmp_path, mirror_dir):
     cfg = {"experiments": {"e1": reduced}, "run": ["e1"], "datasets": ["leukemia"]}
     overlay.write_text(yaml.safe_dump(cfg))
     results = tmp_path / "results"
-    smk(tmp_path, "--cores", "2", "e1", configfiles=[FULL, overlay],
+    smk(tmp_path, "--cores", "2", targets=["e1"], configfiles=[FULL, overlay],
         config={"mirror": mirror_dir, "results": results})
     table = pd.read_csv(results / "tables" / "table1.csv", index_col=0)
     assert set(table.index) == set(PENALTIES) and set(table.columns) == set(E1_METHODS)

@@ -679,6 +679,13 @@ class _Master:
                       Br.indices.astype(np.int32), Br.data.astype(float))
             self.h = h
 
+    def raise_big(self, factor=100.0):
+        """Multiply the cost of the elastic slack of hinge-con by ``factor``."""
+        self.big *= factor
+        self.cost[-1] = self.big
+        if self.h is not None:
+            self.h.changeColCost(self.nbase - 1, self.big)
+
     def add(self, cols):
         """Append atom columns (list of (nh,) arrays, hinge rows only)."""
         if not cols:
@@ -694,32 +701,43 @@ class _Master:
                            C.indptr[:-1].astype(np.int32), C.indices.astype(np.int32),
                            C.data.astype(float))
 
-    def solve(self):
-        """Returns (atom weights c, b, row duals >= 0 (multipliers), slack s)."""
-        na, K, L = len(self.atom_cols), self.K, self.L
-        if self.h is not None:
+    def _solve_linprog(self):
+        na = len(self.atom_cols)
+        C = np.column_stack(self.atom_cols) if na else np.zeros((self.nh, 0))
+        if C.shape[0] < self.nrow:
+            C = np.vstack([C, np.zeros((self.nrow - C.shape[0], na))])
+        A = sp.hstack([self.base, sp.csc_matrix(C)], format="csr")
+        c = np.concatenate([self.cost, np.ones(na)])
+        lb = np.concatenate([self.lb, np.zeros(na)])
+        bounds = [(None if np.isinf(v) else v, None) for v in lb]
+        res = linprog(c, A_ub=A, b_ub=self.rub, bounds=bounds, method="highs",
+                      options={"primal_feasibility_tolerance": 1e-10,
+                               "dual_feasibility_tolerance": 1e-10})
+        if res.status != 0 or res.x is None:
+            raise RuntimeError(f"master LP failed: {res.message}")
+        return res.x, -np.asarray(res.ineqlin.marginals)
+
+    def _solve_incremental(self):
+        """Warm-started primal simplex; on numerical trouble a cold dual simplex."""
+        opt = _highspy.HighsModelStatus.kOptimal
+        self.h.run()
+        if self.h.getModelStatus() != opt:
+            self.h.clearSolver()
+            self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
-            st = self.h.getModelStatus()
-            if st != _highspy.HighsModelStatus.kOptimal:
-                raise RuntimeError(f"master LP not optimal: {st}")
-            sol = self.h.getSolution()
-            x = np.asarray(sol.col_value)
-            mult = -np.asarray(sol.row_dual)
-        else:
-            C = np.column_stack(self.atom_cols) if na else np.zeros((self.nh, 0))
-            if C.shape[0] < self.nrow:
-                C = np.vstack([C, np.zeros((self.nrow - C.shape[0], na))])
-            A = sp.hstack([self.base, sp.csc_matrix(C)], format="csr")
-            c = np.concatenate([self.cost, np.ones(na)])
-            lb = np.concatenate([self.lb, np.zeros(na)])
-            bounds = [(None if np.isinf(v) else v, None) for v in lb]
-            res = linprog(c, A_ub=A, b_ub=self.rub, bounds=bounds, method="highs",
-                          options={"primal_feasibility_tolerance": 1e-10,
-                                   "dual_feasibility_tolerance": 1e-10})
-            if res.status != 0 or res.x is None:
-                raise RuntimeError(f"master LP failed: {res.message}")
-            x = res.x
-            mult = -np.asarray(res.ineqlin.marginals)
+            self.h.setOptionValue("simplex_strategy", 4)
+            if self.h.getModelStatus() != opt:
+                return None
+        sol = self.h.getSolution()
+        return np.asarray(sol.col_value), -np.asarray(sol.row_dual)
+
+    def solve(self):
+        """Returns (atom weights c, b, row multipliers >= 0, slack s)."""
+        K, L = self.K, self.L
+        out = self._solve_incremental() if self.h is not None else None
+        if out is None:  # no incremental HiGHS, or it failed twice: rebuild with linprog
+            out = self._solve_linprog()
+        x, mult = out
         slack = float(x[K + L]) if self.kind == "con" else 0.0
         return x[self.nbase:], x[:K].copy(), np.maximum(mult, 0.0), slack
 
@@ -797,8 +815,9 @@ def _column_generation(Phi, y, K, geo, kind, par, tol, max_rounds, deadline, rec
             new.append((Sa - Sa[ar, y][:, None])[ll, kk])
             atoms.append((int(gid), slots, sig))
         if not new:
-            if kind == "con" and slack > 0:
-                master.big *= 100.0  # not reached in practice: the slack is priced out
+            if kind == "con" and slack > 0 and master.big < 1e12:
+                master.raise_big()  # the elastic slack is still used: penalise it more
+                continue
             break
         master.add(new)
     return W, b, Y, best, rnd + 1, False

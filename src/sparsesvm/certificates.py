@@ -51,6 +51,7 @@ __all__ = [
     "hinge_con_gap",
     "feasible_scaling",
     "circulation_part",
+    "certify",
 ]
 
 
@@ -514,3 +515,44 @@ def hinge_con_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, eta=1.0, TX
                 dual = np.inf if dn <= 0 else B / dn
     gap = primal - dual
     return GapResult(primal, dual, gap, _rel(gap, dual), theta, max(0.0, loss - eta), loss)
+
+
+def certify(method, op, penalty, X, Y, *, lam=None, eta=None, TX=None):
+    """Certified gap of an exact-hinge iterate, from the package's objects.
+
+    A one-call hook for any exact-hinge solver loop (e.g. the paper's
+    Algorithms 1 and 2 or hinge-lin in :mod:`sparsesvm.solvers`).
+
+    Parameters
+    ----------
+    method : {"hinge-reg", "hinge-con", "hinge-lin"}
+        hinge-lin has the optimum of hinge-con; its dual iterate (one
+        multiplier per linear constraint (l, k)) is certified the same way.
+    op : MulticlassOperator
+        Uses ``op.Phi``, ``op.y_idx``, ``op.n_classes``, ``op.n_features``.
+    penalty : Penalty or GroupGeometry
+        Uses ``penalty.name`` and ``penalty.groups``.
+    X : ndarray (M+1, K)
+    Y : ndarray (L, K)
+        Dual iterate of the solver (repaired internally).
+    lam : float
+        For hinge-reg.
+    eta : float
+        For hinge-con / hinge-lin.
+    TX : ndarray (L, K), optional
+
+    Returns
+    -------
+    GapResult
+    """
+    geo = penalty if isinstance(penalty, GroupGeometry) else \
+        GroupGeometry(penalty.name, penalty.groups, op.n_features, op.n_classes)
+    if method == "hinge-reg":
+        if lam is None:
+            raise ValueError("certify: hinge-reg needs lam")
+        return hinge_reg_gap(op.Phi, op.y_idx, op.n_classes, X, Y, geo, lam=lam, TX=TX)
+    if method in ("hinge-con", "hinge-lin"):
+        if eta is None:
+            raise ValueError(f"certify: {method} needs eta")
+        return hinge_con_gap(op.Phi, op.y_idx, op.n_classes, X, Y, geo, eta=eta, TX=TX)
+    raise ValueError(f"certify: method must be hinge-reg, hinge-con or hinge-lin, got {method!r}")

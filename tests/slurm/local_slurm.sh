@@ -47,9 +47,10 @@ cmd_install() {
     command -v apt-get >/dev/null || die "apt-get not found: install slurm-wlm and munge by hand"
     export DEBIAN_FRONTEND=noninteractive
     # a fresh container has no package lists: update once, only if needed
-    if ! apt-get install -y -qq slurm-wlm munge; then
+    # --no-install-recommends: the basic plugins are all this configuration needs
+    if ! apt-get install -y -qq --no-install-recommends slurm-wlm munge; then
         apt-get update -qq
-        apt-get install -y -qq slurm-wlm munge
+        apt-get install -y -qq --no-install-recommends slurm-wlm munge
     fi
     have_binaries || die "slurm-wlm/munge installed but daemons not found"
 }

@@ -28,7 +28,7 @@ rule figure1:
         pdf=FIGURES[1][1],
     params:
         code=REPORT_CODE,
-        title="Figure 1 (E2): MNIST, scattering features, l1,inf (groups: 81 channels per position)",
+        title="E2: MNIST scattering, l1,inf",
     log:
         f"{LOGS}/products/figure1.log",
     benchmark:
@@ -47,7 +47,7 @@ rule figure2:
         pdf=FIGURES[2][1],
     params:
         code=REPORT_CODE,
-        title="Figure 2 (E3): 20 Newsgroups, TF-IDF, l1,2 (across-class groups)",
+        title="E3: 20 Newsgroups TF-IDF, l1,2 across classes",
     log:
         f"{LOGS}/products/figure2.log",
     benchmark:
@@ -68,7 +68,7 @@ rule figure3:
         traces=f"{RESULTS}/{experiment('e4')['dataset']}/tables/e4_traces.csv",
     params:
         code=REPORT_CODE,
-        title="Figure 3 (E4): MNIST, l1,inf: fit time and distance to the final solution",
+        title="E4: MNIST, l1,inf, timing",
     log:
         f"{LOGS}/products/figure3.log",
     benchmark:
@@ -87,7 +87,7 @@ rule figure4:
         pdf=FIGURES[4][1],
     params:
         code=REPORT_CODE,
-        title="Figure 4 (E5): MNIST, l2: fit time vs alpha; weights above 1e-5, l2 vs l1,inf",
+        title="E5: MNIST, l2 timing",
     log:
         f"{LOGS}/products/figure4.log",
     benchmark:
