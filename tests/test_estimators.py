@@ -99,7 +99,7 @@ def test_objective_matches_definition():
 
 def test_trace_and_reference():
     X, y = blobs(2)
-    kw = dict(method="hinge-reg", penalty="l12", groups=4, alpha=0.3, max_iter=5000)
+    kw = dict(method="hinge-reg", penalty="l12", groups=4, alpha=0.3, max_iter=5000, step_ratio=1.0)
     ref = SparseSVC(tol=1e-8, **{**kw, "max_iter": 1500}).fit(X, y)
     coef_full = np.hstack([ref.coef_, ref.intercept_[:, None]])
     clf = SparseSVC(tol=1e-5, trace=True, reference_coef=coef_full, **kw).fit(X, y)
@@ -109,7 +109,7 @@ def test_trace_and_reference():
     assert all(len(v) == n for v in tr.values())
     np.testing.assert_array_equal(tr["iteration"], np.arange(1, n + 1))
     assert np.all(np.diff(tr["time"]) >= 0)
-    assert tr["time"][-1] == pytest.approx(clf.fit_time_)
+    assert tr["time"][-1] <= clf.fit_time_ <= tr["time"][-1] + 0.05
     assert tr["rel_change"][-1] <= 1e-5
     assert tr["objective"][-1] == pytest.approx(clf.objective_)
     assert tr["rel_dist"][0] > tr["rel_dist"][-1]

@@ -15,7 +15,7 @@ and checks that
 
 Needs root and apt-get (or slurm-wlm + munge already installed) and no foreign
 /etc/slurm/slurm.conf; skips with the reason otherwise, or fails instead when
-SPARSESVM_REQUIRE_SLURM=1 (CI). About 5 minutes on 2 cores.
+SPARSESVM_REQUIRE_SLURM=1 (CI). 4-5 minutes on 2 cores, plus ~15 s of apt-get.
 
     pytest -m slurm tests/test_slurm.py -s     # -s shows the measured times
 """
@@ -27,6 +27,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -202,7 +203,7 @@ def runs(slurm_cluster, tmp_path_factory):
             slurm_rc = slurm_proc.wait(timeout=RUN_TIMEOUT_S + 200)
         finally:
             if slurm_proc.poll() is None:
-                slurm_proc.send_signal(2)
+                slurm_proc.send_signal(signal.SIGINT)  # snakemake then cancels its SLURM jobs
                 slurm_proc.wait(timeout=200)
     slurm_s = time.monotonic() - t0
     slurm_out = (root / "slurm.log").read_text()

@@ -137,7 +137,7 @@ def test_constrained_forms_reach_cvxpy_optimum(problem, method, penalty, groups)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("penalty,groups", [("l1", None), ("l12", 2), ("l1inf", "features")])
+@pytest.mark.parametrize("penalty,groups", [("l1", None), ("l12", 2)])
 def test_lagrangian_duality_reg_vs_con(problem, penalty, groups):
     """hinge-reg at lambda and hinge-con at eta = loss(X_reg) give the same g."""
     Phi, y, op = problem
@@ -183,7 +183,8 @@ def test_trace_does_not_change_iterates_and_is_consistent(problem):
     assert set(tr) == {"iteration", "time", "rel_change", "objective", "rel_dist"}
     assert all(v.shape == (n,) for v in tr.values())
     assert tr["iteration"].dtype == np.int64
-    assert np.all(np.diff(tr["time"]) >= 0) and tr["time"][-1] == pytest.approx(b.fit_time)
+    assert np.all(np.diff(tr["time"]) >= 0)
+    assert tr["time"][-1] <= b.fit_time <= tr["time"][-1] + 0.05  # clock stops after the loop
     assert tr["rel_change"][-1] <= 1e-6 < tr["rel_change"][-2]
     assert tr["objective"][-1] == pytest.approx(b.objective)
     assert tr["rel_dist"][-1] == 0.0 and tr["rel_dist"][0] > 0.1

@@ -107,7 +107,8 @@ class AcceleratedResult:
     gap, rel_gap : float
         objective - dual_objective and gap / dual_objective.
     n_iter : int
-        PDHG iterations (all working sets together).
+        PDHG iterations (all working sets together), or master-LP rounds of
+        the column generation (inner="cg").
     converged : bool
         rel_gap <= tol was reached.
     time : float
