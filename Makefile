@@ -31,7 +31,8 @@ report: $(STAMP)
 	$(VENV)/bin/snakemake --configfile $(CONFIG) --report report.zip
 
 test: $(STAMP)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

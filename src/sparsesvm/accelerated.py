@@ -842,7 +842,7 @@ def _estimator_adapter(method):
             r = hinge_con(Phi, y, K, penalty.name, penalty.groups, eta=alpha * op.n_samples,
                           tol=tol, max_iter=max_iter, trace=bool(trace), reference=reference)
         return SolverResult(r.X, r.n_iter, r.converged, r.objective, r.constraint_violation,
-                            r.time, r.trace)
+                            r.time, r.trace, rel_gap=float(r.rel_gap))
 
     return run
 

@@ -29,6 +29,8 @@ except ImportError:  # pragma: no cover - older scikit-learn
 __all__ = ["SparseSVC", "CrammerSingerSVC", "SOLVERS", "register_solver", "METHODS", "PENALTIES"]
 
 METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
+#: methods with the exact hinge loss: they can stop on a certified duality gap
+EXACT_HINGE = ("hinge-reg", "hinge-con", "hinge-lin")
 PENALTIES = ("l2", "l1", "l12", "l1inf")
 
 
@@ -39,17 +41,19 @@ def _paper(method):
     """Adapter ``(op, penalty, alpha, **options) -> SolverResult`` for the paper's solvers."""
 
     def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
-        if stopping != "rel_change":  # guarded in fit; kept for direct calls
-            raise ValueError(f"solver 'paper' supports stopping='rel_change' only, got {stopping!r}")
+        if stopping != "rel_change" and method not in EXACT_HINGE:
+            raise ValueError(f"stopping={stopping!r} is available for the exact-hinge methods "
+                             f"{EXACT_HINGE} only; method {method!r} supports 'rel_change'")
         lam = 1.0 / alpha
         eta = alpha * op.n_samples
         common = dict(tol=tol, max_iter=max_iter, trace=trace, reference=reference)
+        pd = dict(step_ratio=step_ratio, stopping=stopping, **common)
         if method == "hinge-reg":
-            return _solvers.hinge_reg(op, penalty, lam, step_ratio=step_ratio, **common)
+            return _solvers.hinge_reg(op, penalty, lam, **pd)
         if method == "hinge-con":
-            return _solvers.hinge_con(op, penalty, eta, step_ratio=step_ratio, **common)
+            return _solvers.hinge_con(op, penalty, eta, **pd)
         if method == "hinge-lin":
-            return _solvers.hinge_lin(op, penalty, eta, step_ratio=step_ratio, **common)
+            return _solvers.hinge_lin(op, penalty, eta, **pd)
         if method == "square":
             return _solvers.square(op, penalty, lam, **common)
         if method == "logit":
@@ -65,7 +69,7 @@ def _paper(method):
 #: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
 #: data), ``lambda = 1/alpha`` and ``eta = alpha * n_samples``.
 SOLVERS = {
-    "paper": {"methods": {m: _paper(m) for m in METHODS}, "stopping": ("rel_change",)},
+    "paper": {"methods": {m: _paper(m) for m in METHODS}, "stopping": ("rel_change", "gap")},
 }
 
 
@@ -180,8 +184,13 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
     solver : str
         Solver family: ``"paper"`` (the algorithms of the paper) or one added
         with :func:`register_solver` (``"accelerated"`` when available).
-    stopping : str
-        Stopping rule, ``"rel_change"`` (others depending on ``solver``).
+    stopping : {"auto", "rel_change", "gap"}
+        Stopping rule at ``tol``: ``"rel_change"`` is the paper's relative
+        change of the iterates (which does not measure accuracy, see the
+        spec's pitfalls); ``"gap"`` is the certified relative duality gap
+        (exact-hinge methods only; :mod:`sparsesvm.certificates`). ``"auto"``
+        = the solver family's first rule: ``"rel_change"`` for ``"paper"``,
+        ``"gap"`` for ``"accelerated"``.
     trace : bool or int
         Record the convergence trace every iteration (True) or every
         ``trace`` iterations.
@@ -203,6 +212,11 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
         ``max(0, loss - eta)`` for hinge-con and hinge-lin, else 0.0.
     fit_time_ : float
         Seconds in the solver loop (trace evaluation excluded).
+    rel_gap_ : float
+        Certified relative duality gap of the solution (exact-hinge methods;
+        NaN for square, logit and ova), computed whatever the stopping rule.
+    stopping_ : str
+        The stopping rule used (``"auto"`` resolved).
     trace_ : dict of 1-D ndarrays or None
     n_features_in_ : int
 
@@ -224,7 +238,7 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, method="hinge-reg", penalty="l1", groups=None, alpha=1.0, tol=1e-5,
                  max_iter=100000, step_ratio=_solvers.DEFAULT_STEP_RATIO, solver="paper",
-                 stopping="rel_change", trace=False, reference_coef=None):
+                 stopping="auto", trace=False, reference_coef=None):
         self.method = method
         self.penalty = penalty
         self.groups = groups
@@ -260,11 +274,12 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
         if self.method not in family["methods"]:
             raise ValueError(f"solver {self.solver!r} does not support method {self.method!r}; "
                              f"it supports {tuple(family['methods'])}")
-        if self.stopping not in family["stopping"]:
+        stopping = family["stopping"][0] if self.stopping == "auto" else self.stopping
+        if stopping not in family["stopping"]:
             raise ValueError(f"unknown stopping {self.stopping!r} for solver {self.solver!r}; "
-                             f"expected one of {family['stopping']}")
+                             f"expected 'auto' or one of {family['stopping']}")
         trace = _check_trace(self.trace)
-        return alpha, tol, max_iter, step_ratio, family["methods"][self.method], trace
+        return alpha, tol, max_iter, step_ratio, family["methods"][self.method], trace, stopping
 
     def fit(self, X, y):
         """Fit the model.
@@ -280,7 +295,7 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        alpha, tol, max_iter, step_ratio, run, trace = self._check_params()
+        alpha, tol, max_iter, step_ratio, run, trace, stopping = self._check_params()
         X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                               ensure_min_samples=2)
         check_classification_targets(y)
@@ -302,7 +317,7 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
         op = MulticlassOperator(X, y_idx.ravel(), K)
         pen = make_penalty(self.penalty, groups, M, K)
         res = run(op, pen, alpha, tol=tol, max_iter=max_iter, step_ratio=step_ratio,
-                  trace=trace, reference=reference, stopping=self.stopping)
+                  trace=trace, reference=reference, stopping=stopping)
         self.coef_ = np.ascontiguousarray(res.X[:-1].T)
         self.intercept_ = np.array(res.X[-1], dtype=np.float64)
         self.n_iter_ = int(res.n_iter)
@@ -310,6 +325,8 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
         self.objective_ = float(res.objective)
         self.constraint_violation_ = float(res.constraint_violation)
         self.fit_time_ = float(res.fit_time)
+        self.rel_gap_ = float(res.rel_gap)
+        self.stopping_ = stopping
         self.trace_ = res.trace if trace else None
         return self
 

@@ -110,6 +110,9 @@ class SolverResult:
         ``iteration``, ``time`` (loop seconds so far), ``rel_change``,
         ``objective`` and, when a reference was given, ``rel_dist``
         ``= ||X_i - X_ref||_F / ||X_ref||_F``. ``None`` when no trace was asked.
+    rel_gap : float
+        Certified relative duality gap of the returned point
+        (:mod:`sparsesvm.certificates`; exact-hinge methods), NaN otherwise.
     """
 
     X: np.ndarray
@@ -119,6 +122,7 @@ class SolverResult:
     constraint_violation: float = 0.0
     fit_time: float = 0.0
     trace: dict | None = field(default=None, repr=False)
+    rel_gap: float = float("nan")
 
 
 # --------------------------------------------------------------------------- #
@@ -229,11 +233,56 @@ def _pd_steps(nrm, step_ratio):
     return 1.0 / (nrm * r), r / nrm
 
 
+#: iterations between two duality-gap evaluations under ``stopping="gap"``
+#: (one gap costs about two products with Phi, i.e. one iteration).
+GAP_CHECK_EVERY = 50
+
+STOPPING_RULES = ("rel_change", "gap")
+
+
+class _Stopper:
+    """The stopping rule of the exact-hinge loops.
+
+    ``"rel_change"``: ``||X+ - X||_F / ||X+||_F <= tol`` (the paper's rule).
+    ``"gap"``: the certified relative duality gap of (X, Y)
+    (:func:`sparsesvm.certificates.certify`; for the constrained forms, where
+    no scaling of X is feasible, a relative KKT measure, see
+    :meth:`rel_gap`) ``<= tol``, evaluated every
+    :data:`GAP_CHECK_EVERY` iterations (its cost is part of the fit time).
+    """
+
+    def __init__(self, stopping, method, op, penalty, *, lam=None, eta=None):
+        if stopping not in STOPPING_RULES:
+            raise ValueError(f"unknown stopping {stopping!r}; expected one of {STOPPING_RULES}")
+        self.gap = stopping == "gap"
+        self.args = (method, op, penalty)
+        self.kw = {"lam": lam, "eta": eta}
+
+    def rel_gap(self, X, Y, TX):
+        """Certified relative gap; for the constrained forms, when no scaling
+        of X is feasible, the relative KKT measure ``max(|g(X) - D| / D,
+        violation / eta)`` (PDLP-style: gap at X plus relative infeasibility)."""
+        from .certificates import certify
+
+        res = certify(*self.args, X, Y, TX=TX, **self.kw)
+        eta = self.kw["eta"]
+        if np.isfinite(res.rel_gap) or eta is None:
+            return float(res.rel_gap)
+        gX = self.args[2].value(X)
+        gap = abs(gX - res.dual) / res.dual if res.dual > 0 else np.inf
+        return float(max(gap, res.violation / eta))
+
+    def __call__(self, it, rel, tol, X, Y, TX):
+        if not self.gap:
+            return rel <= tol
+        return it % GAP_CHECK_EVERY == 0 and self.rel_gap(X, Y, TX) <= tol
+
+
 # --------------------------------------------------------------------------- #
 # Algorithm 1: hinge-reg
 # --------------------------------------------------------------------------- #
 def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT_STEP_RATIO,
-              trace=False, reference=None):
+              trace=False, reference=None, stopping="rel_change"):
     """Regularised exact-hinge problem by Algorithm 1 (primal-dual, Chambolle-Pock).
 
     ``minimize_X g(X) + lam * sum_l h_l((T X)[l, :])``.
@@ -256,11 +305,16 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         Record a trace entry every iteration (True) or every ``trace`` iterations.
     reference : ndarray (M + 1, K), optional
         Solution used for the ``rel_dist`` trace entry.
+    stopping : {"rel_change", "gap"}
+        ``"rel_change"``: the paper's rule, relative change ``<= tol``;
+        ``"gap"``: certified relative duality gap ``<= tol`` (checked every
+        :data:`GAP_CHECK_EVERY` iterations).
 
     Returns
     -------
     SolverResult
-        ``objective = g(X) + lam * loss(X)``.
+        ``objective = g(X) + lam * loss(X)``; ``rel_gap`` the certified
+        relative gap of the returned point (computed after the clock stops).
 
     Notes
     -----
@@ -275,6 +329,7 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
     _check_common(tol, max_iter, step_ratio)
+    stop = _Stopper(stopping, "hinge-reg", op, penalty, lam=lam)
     every = _trace_every(trace)
     R = op.R
     tau, sigma = _pd_steps(op.norm(), step_ratio)
@@ -302,7 +357,7 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         Y = project_simplex(TX, lam)
         rel = _rel_change(Xn, X)
         X, TX = Xn, TXn
-        converged = rel <= tol
+        converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
             t = clock.pause()
             tr.add(it, t, rel, penalty.value(X) + lam * hinge_loss(TX, R), X)
@@ -311,7 +366,8 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
             break
     fit_time = clock.stop()
     obj = penalty.value(X) + lam * hinge_loss(TX, R)
-    return SolverResult(X, it, converged, obj, 0.0, fit_time, tr.result() if tr else None)
+    return SolverResult(X, it, converged, obj, 0.0, fit_time, tr.result() if tr else None,
+                        stop.rel_gap(X, Y, TX))
 
 
 # --------------------------------------------------------------------------- #
@@ -325,18 +381,18 @@ def _trivial_constrained(op, penalty, eta, every, reference):
         tr = _Trace(every, reference)
         tr.add(0, 0.0, 0.0, 0.0, X)
         tr = tr.result()
-    return SolverResult(X, 0, True, 0.0, 0.0, 0.0, tr)
+    return SolverResult(X, 0, True, 0.0, 0.0, 0.0, tr, rel_gap=0.0)
 
 
 def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT_STEP_RATIO,
-              trace=False, reference=None):
+              trace=False, reference=None, stopping="rel_change"):
     """Constrained exact-hinge problem by Algorithm 2 (epigraphical splitting).
 
     ``minimize_X g(X)  s.t.  sum_l h_l((T X)[l, :]) <= eta``.
 
     Parameters
     ----------
-    op, penalty, tol, max_iter, trace, reference
+    op, penalty, tol, max_iter, trace, reference, stopping
         As in :func:`hinge_reg`.
     eta : float > 0
         Bound on the total hinge loss.
@@ -366,6 +422,7 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     if not (np.isfinite(eta) and eta > 0):
         raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
     _check_common(tol, max_iter, step_ratio)
+    stop = _Stopper(stopping, "hinge-con", op, penalty, eta=eta)
     every = _trace_every(trace)
     if eta >= op.n_samples:
         return _trivial_constrained(op, penalty, eta, every, reference)
@@ -401,7 +458,7 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         xi = sigma * (xis - theta)
         rel = _rel_change(Xn, X)
         X, TX, zeta = Xn, TXn, zn
-        converged = rel <= tol
+        converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
             t = clock.pause()
             tr.add(it, t, rel, penalty.value(X), X)
@@ -411,7 +468,7 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     fit_time = clock.stop()
     viol = max(0.0, hinge_loss(TX, R) - eta)
     return SolverResult(X, it, converged, penalty.value(X), viol, fit_time,
-                        tr.result() if tr else None)
+                        tr.result() if tr else None, stop.rel_gap(X, Y, TX))
 
 
 # --------------------------------------------------------------------------- #
@@ -426,7 +483,7 @@ def _project_capped_orthant(m, eta):
 
 
 def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT_STEP_RATIO,
-              trace=False, reference=None):
+              trace=False, reference=None, stopping="rel_change"):
     """Constrained problem with linear constraints (LP-style timing baseline).
 
     Variables X and zeta (L, K) with ``zeta[l, :]`` constant along k,
@@ -435,7 +492,7 @@ def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
 
     Parameters
     ----------
-    op, penalty, eta, tol, max_iter, trace, reference
+    op, penalty, eta, tol, max_iter, trace, reference, stopping
         As in :func:`hinge_con`.
     step_ratio : float > 0
         ``sigma / tau``; ``tau * sigma * (||T||**2 + 1) = 1``.
@@ -461,6 +518,7 @@ def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     if not (np.isfinite(eta) and eta > 0):
         raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
     _check_common(tol, max_iter, step_ratio)
+    stop = _Stopper(stopping, "hinge-lin", op, penalty, eta=eta)
     every = _trace_every(trace)
     if eta >= op.n_samples:
         return _trivial_constrained(op, penalty, eta, every, reference)
@@ -494,7 +552,7 @@ def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         Y = TX
         rel = _rel_change(Xn, X)
         X, TX, c = Xn, TXn, cn
-        converged = rel <= tol
+        converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
             t = clock.pause()
             tr.add(it, t, rel, penalty.value(X), X)
@@ -504,7 +562,7 @@ def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     fit_time = clock.stop()
     viol = max(0.0, hinge_loss(TX, R) - eta)
     return SolverResult(X, it, converged, penalty.value(X), viol, fit_time,
-                        tr.result() if tr else None)
+                        tr.result() if tr else None, stop.rel_gap(X, Y, TX))
 
 
 # --------------------------------------------------------------------------- #

@@ -10,8 +10,9 @@ from sparsesvm import subsets
 w = snakemake.wildcards  # noqa: F821
 y = np.load(snakemake.input[0])  # noqa: F821
 per_class, index = int(w.n), int(w.subset)
-# Subset s does not depend on how many subsets are drawn (balanced_subsets' design), so
-# subset s is the same in every experiment and for every n_subsets.
-idx = subsets.balanced_subsets(y, per_class, index + 1, seed=[snakemake.params.seed, per_class])[index]  # noqa: F821
+# balanced_subsets' design: subset s does not depend on how many subsets are drawn, so it
+# is the same in every experiment and for every n_subsets; and with one seed for every
+# size, subset s of a size is contained in subset s of any larger size (nested L's).
+idx = subsets.balanced_subsets(y, per_class, index + 1, seed=snakemake.params.seed)[index]  # noqa: F821
 np.save(snakemake.output[0], idx)  # noqa: F821
 print(f"{w.dataset} L={per_class}K subset {index}: {idx.size} indices", file=sys.stderr)

@@ -58,7 +58,8 @@ RECORD_FIELDS = (
     "n_features", "n_classes", "n_test", "test_errors", "test_error_pct",
     "nnz_per_class", "nnz", "n_weights", "zero_weights_pct", "n_weights_above_1e-5",
     "fit_time_s", "fit_wall_time_s", "n_iter", "objective", "constraint_violation",
-    "converged", "tol", "max_iter", "solver", "stopping", "sparsesvm_version", "source_hash",
+    "converged", "rel_gap", "tol", "max_iter", "solver", "stopping", "sparsesvm_version",
+    "source_hash",
 )
 
 
@@ -360,7 +361,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         est = sparsesvm.SparseSVC(method=method, penalty=penalty, groups=groups, alpha=float(alpha),
                                   tol=float(tol), max_iter=int(max_iter), solver=solver,
                                   stopping=stopping, trace=trace, reference_coef=ref)
-        solver_used, stopping_used = solver, stopping
+        solver_used = solver
 
     t0 = time.perf_counter()
     est.fit(X_train, y_train)
@@ -401,10 +402,12 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         "objective": float(est.objective_),
         "constraint_violation": float(getattr(est, "constraint_violation_", 0.0)),
         "converged": bool(est.converged_),
+        # certified relative duality gap (exact-hinge methods; NaN -> null otherwise)
+        "rel_gap": float(getattr(est, "rel_gap_", float("nan"))),
         "tol": float(tol),
         "max_iter": int(max_iter),
         "solver": solver_used,
-        "stopping": stopping_used,
+        "stopping": getattr(est, "stopping_", stopping) if method != PEER_METHOD else stopping_used,
         "sparsesvm_version": sparsesvm.__version__,
         "source_hash": sparsesvm.source_hash(),
     }
