@@ -303,10 +303,15 @@ FIGURES = {
 
 
 def product_files(exp_id):
-    """Every final output of an experiment: its tables and its table or figure."""
+    """Every output of an experiment: its table or figure, its tables, and its job records.
+
+    The job records (and traces) are listed as targets too: Snakemake does not rebuild a
+    deleted intermediate file when the files made from it are up to date, so a deleted
+    record is rebuilt (and its experiment's table and figure after it) only as a target.
+    """
     product = PRODUCT[exp_id]
     files = TABLE1 if product == "table1" else FIGURES[int(product[-1])]
-    return experiment_tables(exp_id) + files
+    return files + experiment_tables(exp_id) + trace_files(exp_id) + run_files(exp_id)
 
 
 # --------------------------------------------------------------------------- code triggers
