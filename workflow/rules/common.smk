@@ -46,6 +46,22 @@ def size_label(samples_per_class):
     return "all" if samples_per_class is None else f"{int(samples_per_class)}K"
 
 
+ACCELERATED_METHODS = ("hinge-reg", "hinge-con")
+
+
+def grid_solver(exp, grid):
+    """(solver, stopping) of one grid: the grid's own, else the experiment's."""
+    solver = grid.get("solver", exp["solver"])
+    default = exp["stopping"] if solver == "paper" else "gap"
+    return solver, grid.get("stopping", default)
+
+
+def method_label(exp, grid):
+    """The method path segment: the method, plus "+<solver>" for a non-paper solver."""
+    solver, _ = grid_solver(exp, grid)
+    return grid["method"] if solver == "paper" else f"{grid['method']}+{solver}"
+
+
 def check_config(cfg):
     """Cross-field checks of a schema-valid config; raise ConfigError naming the key."""
     for exp_id, exp in cfg["experiments"].items():
@@ -68,9 +84,17 @@ def check_config(cfg):
         for i, grid in enumerate(exp["grids"]):
             gwhere = f"{where}.grids[{i}]"
             pen, groups, method = grid["penalty"], grid["groups"], grid["method"]
-            if (pen, method) in seen:
-                raise ConfigError(f"{gwhere}: penalty {pen!r} x method {method!r} appears twice")
-            seen.add((pen, method))
+            label = method_label(exp, grid)
+            if (pen, label) in seen:
+                raise ConfigError(f"{gwhere}: penalty {pen!r} x method {label!r} appears twice")
+            seen.add((pen, label))
+            solver, stopping = grid_solver(exp, grid)
+            if solver == "accelerated" and method not in ACCELERATED_METHODS:
+                raise ConfigError(
+                    f"{gwhere}.solver: 'accelerated' solves {list(ACCELERATED_METHODS)} only, got method {method!r}"
+                )
+            if solver == "accelerated" and stopping != "gap":
+                raise ConfigError(f"{gwhere}.stopping: the accelerated solver stops on the certified gap ('gap')")
             if pen in GROUPED_PENALTIES and groups is None:
                 raise ConfigError(f"{gwhere}.groups: penalty {pen!r} needs groups (a block size or 'features')")
             if pen not in GROUPED_PENALTIES and groups is not None:
@@ -100,7 +124,7 @@ def check_config(cfg):
                 raise ConfigError(
                     f"{where}.trace.n_subsets ({trace['n_subsets']}) exceeds {where}.n_subsets ({exp['n_subsets']})"
                 )
-            methods = {g["method"] for g in exp["grids"]}
+            methods = {method_label(exp, g) for g in exp["grids"]}
             missing = sorted(set(trace["methods"]) - methods)
             if missing:
                 raise ConfigError(f"{where}.trace.methods: {missing} have no grid in {where}.grids")
@@ -140,7 +164,7 @@ def train_jobs(exp_id):
                         dict(
                             dataset=exp["dataset"],
                             experiment=exp_id,
-                            method=grid["method"],
+                            method=method_label(exp, grid),
                             penalty=grid["penalty"],
                             alpha=alpha_label(alpha),
                             L=size_label(spc),
@@ -172,7 +196,8 @@ def trace_jobs(exp_id):
         return []
     jobs = []
     for grid in exp["grids"]:
-        if grid["method"] not in trace["methods"]:
+        label = method_label(exp, grid)
+        if label not in trace["methods"]:
             continue
         for spc in grid_sizes(exp_id, grid):
             for subset in range(trace["n_subsets"]):
@@ -180,7 +205,7 @@ def trace_jobs(exp_id):
                     dict(
                         dataset=exp["dataset"],
                         experiment=exp_id,
-                        method=grid["method"],
+                        method=label,
                         penalty=grid["penalty"],
                         L=size_label(spc),
                         subset=subset,
@@ -265,12 +290,19 @@ def train_input(wildcards):
 
 def train_settings(wildcards):
     exp = experiment(wildcards.experiment)
+    grid = next(
+        g
+        for g in exp["grids"]
+        if g["penalty"] == wildcards.penalty and method_label(exp, g) == wildcards.method
+    )
+    solver, stopping = grid_solver(exp, grid)
     return dict(
+        method=grid["method"],
         groups=groups_of(wildcards.experiment, wildcards.penalty),
         tol=exp["tol"],
         max_iter=exp["max_iter"],
-        solver=exp["solver"],
-        stopping=exp["stopping"],
+        solver=solver,
+        stopping=stopping,
     )
 
 

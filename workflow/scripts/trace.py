@@ -32,9 +32,9 @@ print(f"{w.method} {w.penalty} L~{w.L}: best alpha by test error = {alpha!r}", f
 subset = np.load(snakemake.input.subset) if w.L != "all" else None  # noqa: F821
 common = dict(solver=s["solver"], stopping=s["stopping"], dataset=w.dataset, experiment=w.experiment,
               subset=int(w.subset), samples_per_class=None if w.L == "all" else int(w.L[:-1]))
-reference, coef_inf = run_job(snakemake.input.features, subset, w.method, w.penalty, s["groups"], alpha,  # noqa: F821
+reference, coef_inf = run_job(snakemake.input.features, subset, s["method"], w.penalty, s["groups"], alpha,  # noqa: F821
                               snakemake.params.reference_tol, s["max_iter"], **common)  # noqa: F821
-record, _ = run_job(snakemake.input.features, subset, w.method, w.penalty, s["groups"], alpha,  # noqa: F821
+record, _ = run_job(snakemake.input.features, subset, s["method"], w.penalty, s["groups"], alpha,  # noqa: F821
                     s["tol"], s["max_iter"], trace=True, reference_coef=coef_inf,
                     best_alpha_rule=aggregate.BEST_ALPHA_RULE,
                     reference_tol=snakemake.params.reference_tol,  # noqa: F821

@@ -22,7 +22,7 @@ subset = np.load(snakemake.input.subset) if w.L != "all" else None  # noqa: F821
 record, _ = run_job(
     snakemake.input.features,  # noqa: F821
     subset,
-    w.method,
+    s["method"],  # the path segment may carry "+<solver>"
     w.penalty,
     s["groups"],
     float(w.alpha),  # the path segment is repr(alpha): it reads back as the config's float
