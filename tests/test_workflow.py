@@ -320,16 +320,19 @@ def test_tiny_run_tidy_tables(tiny_run):
                     "objective", "converged", "tol"):
             assert col in df.columns, (exp_id, col)
         assert set(df["experiment"]) == {exp_id}
-        assert not df.duplicated(["method", "penalty", "alpha", "L", "subset"]).any()
+        assert not df.duplicated(["method", "solver", "penalty", "alpha", "L", "subset"]).any()
         assert (df["tol"] == exp["tol"]).all()
         # the alphas of the records are exactly the config's floats
         for grid in exp["grids"]:
-            sel = df[(df["method"] == grid["method"]) & (df["penalty"] == grid["penalty"])]
+            # records name the solver that ran: liblinear for the peer
+            solver = "liblinear" if grid["method"] == "liblinear-cs" else grid.get("solver", exp["solver"])
+            sel = df[(df["method"] == grid["method"]) & (df["solver"] == solver)
+                     & (df["penalty"] == grid["penalty"])]
             assert sorted(set(sel["alpha"])) == sorted(grid["alphas"]), (exp_id, grid["method"])
         csv = pd.read_csv(results / exp["dataset"] / "tables" / f"{exp_id}_runs.csv")
         assert len(csv) == len(df)
         best = pd.read_csv(results / exp["dataset"] / "tables" / f"{exp_id}_best_alpha.csv")
-        assert len(best) == len(df.groupby(["method", "penalty", "L"]))
+        assert len(best) == len(df.groupby(["method", "solver", "penalty", "L"]))
 
 
 def _best_from_records(records):
@@ -385,11 +388,14 @@ def test_tiny_run_figures_and_traces(tiny_run):
         assert len(tr["time"]) == len(tr["rel_dist"]) >= 1
         assert all(np.isfinite(tr["rel_dist"])) and np.all(np.diff(tr["time"]) >= 0)
         # the trace is at the method's best alpha, recomputed from the E4 records
-        same = [r for r in runs if r["method"] == rec["method"] and r["L"] == rec["L"]]
+        same = [r for r in runs
+                if (r["method"], r["solver"], r["L"]) == (rec["method"], rec["solver"], rec["L"])]
         assert rec["alpha"] == _best_from_records(same)[0]["alpha"], path
         assert rec["reference_tol"] == e4["trace"]["reference_tol"]
     table = pd.read_csv(results / "mnist" / "tables" / "e4_traces.csv")
-    assert set(table["method"]) == set(e4["trace"]["methods"])
+    # a curve is a method, "+<solver>" for a solver other than the paper's (path segment)
+    labels = {m if s == "paper" else f"{m}+{s}" for m, s in zip(table["method"], table["solver"])}
+    assert labels == set(e4["trace"]["methods"])
 
 
 @pytest.mark.slow
