@@ -576,3 +576,12 @@ def test_experiments_runner_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert out.stdout.splitlines() == ["[]", "0 0"]
+
+
+def test_method_order_keeps_solver_variants_next_to_their_method():
+    from sparsesvm.experiments.aggregate import METHOD_ORDER, ordered
+
+    labels = ["ova", "zeta", "hinge-con [accelerated]", "square", "hinge-reg", "hinge-reg [accelerated]",
+              "hinge-con", "ova"]
+    assert ordered(labels, METHOD_ORDER) == [
+        "hinge-reg", "hinge-reg [accelerated]", "hinge-con", "hinge-con [accelerated]", "square", "ova", "zeta"]

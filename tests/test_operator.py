@@ -59,11 +59,13 @@ def test_T_and_adjoint_match_explicit_matrix(L, M, K, sparse):
     np.testing.assert_allclose(op.scores(X), dense @ X[:-1] + X[-1], atol=1e-12)
     # ||T|| against the largest singular value of the explicit matrix
     s_max = np.linalg.svd(A, compute_uv=False)[0]
-    np.testing.assert_allclose(op.norm(max_iter=5000, tol=1e-12), s_max, rtol=1e-6)
+    np.testing.assert_allclose(op.norm(max_iter=5000, tol=1e-12, method="power"), s_max, rtol=1e-6)
+    np.testing.assert_allclose(op.exact_norm(), s_max, rtol=1e-12)
+    np.testing.assert_allclose(op.norm(), s_max, rtol=1e-12)  # small L K: exact by default
     # the bound ||T|| <= sqrt(K) ||[Phi 1]||
     aug = np.hstack([dense, np.ones((L, 1))])
     assert op.norm() <= np.sqrt(K) * np.linalg.norm(aug, 2) * (1 + 1e-12)
-    assert op.norm() <= s_max * (1 + 1e-12)  # power iteration gives a lower bound
+    assert op.norm(method="power") <= s_max * (1 + 1e-12)  # power iteration gives a lower bound
 
 
 def test_adjoint_identity_larger_sparse_and_dense_agree():
@@ -104,8 +106,10 @@ def test_norm_reproducible_and_cached():
     op = MulticlassOperator(Phi, y, 4)
     b = op.norm()
     assert a == b and op.norm_ == b
-    assert op.norm(rng=np.random.default_rng(123)) == pytest.approx(b, rel=1e-5)
-    assert op.norm(rng=7) == pytest.approx(b, rel=1e-5)
+    p = op.norm(method="power")
+    assert p == pytest.approx(b, rel=1e-5) and p == op.norm(method="power")
+    assert op.norm(rng=np.random.default_rng(123), method="power") == pytest.approx(p, rel=1e-5)
+    assert op.norm(rng=7, method="power") == pytest.approx(p, rel=1e-5)
 
 
 def test_dtype_promotion_and_inputs_not_modified():
@@ -157,6 +161,8 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="Y must have shape"):
         op.T_adjoint(np.ones((6, 2)))
     with pytest.raises(ValueError, match="max_iter"):
-        op.norm(max_iter=0)
+        op.norm(max_iter=0, method="power")
     with pytest.raises(ValueError, match="rng"):
-        op.norm(rng="seed")
+        op.norm(rng="seed", method="power")
+    with pytest.raises(ValueError, match="method"):
+        op.norm(method="lanczos")

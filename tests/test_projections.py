@@ -182,6 +182,46 @@ def test_l1_ball_inside_unchanged_and_boundary():
     assert project_l1_ball(V.astype(np.float32), 1.0).dtype == np.float32
 
 
+@pytest.mark.parametrize("K", [2, 5, 17, 81])
+@pytest.mark.parametrize("scale", [0.01, 1.0, 30.0])
+def test_l1_ball_threshold_both_branches_vs_bisection(K, scale):
+    """Newton on few candidates and the sort on many give the bisection threshold.
+
+    Rows are built so that both branches run in one call: a dominant entry
+    (few candidates above max(a) - r) and flat rows (many candidates), plus ties,
+    rows inside the ball, zero rows and per-row radii.
+    """
+    from sparsesvm.projections import _FEW_CANDIDATES, _SORT_MAX_K, _l1_ball_threshold
+
+    rng = _rng(K)
+    L = 60
+    A = np.abs(rng.normal(size=(L, K)))
+    A[::3, 0] += 20.0 * scale  # dominant entry: few candidates
+    A[1::3] = 1.0 + 1e-3 * rng.random((len(A[1::3]), K))  # flat: many candidates
+    A[2::6, : K // 2] = A[2::6, :1]  # ties
+    A[5] = 0.0
+    radius = rng.uniform(0.0, 1.5, size=L) * A.sum(1) * scale / max(scale, 1.0)
+    radius[7] = A[7].sum() + 1.0  # inside
+    t = _l1_ball_threshold(A.copy(), radius)[:, 0]
+    outside = A.sum(1) > radius
+    ref = _bisect(lambda t: np.maximum(A - t[:, None], 0).sum(1) - radius,
+                  np.zeros(L), A.max(1) + 1.0)
+    np.testing.assert_allclose(t[outside], ref[outside], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(t[~outside], 0.0)
+    # rows longer than _SORT_MAX_K: both branches were taken (short rows are all sorted)
+    lo = np.maximum((A.sum(1) - radius) / K, A.max(1) - radius)
+    n_cand = (A > lo[:, None]).sum(1)[outside]
+    few = n_cand <= max(1, int(_FEW_CANDIDATES * K))
+    if K > _SORT_MAX_K:
+        assert few.any() and (~few).any()
+    # scalar radius, float32 and radius 0
+    t32 = _l1_ball_threshold(A.astype(np.float32), 0.5)
+    assert t32.dtype == np.float32
+    ref = _bisect(lambda t: np.maximum(A - t[:, None], 0).sum(1) - 0.5, np.zeros(L), A.max(1) + 1.0)
+    np.testing.assert_allclose(t32[:, 0], ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(_l1_ball_threshold(A, 0.0)[:, 0], A.max(1))
+
+
 # --------------------------------------------------------------------------- #
 # half-space
 # --------------------------------------------------------------------------- #

@@ -192,7 +192,16 @@ def test_trace_does_not_change_iterates_and_is_consistent(problem):
 
 def test_stopping_rule_and_zero_iterates():
     # ||X+|| = 0 never counts as converged
-    assert S._rel_change(np.zeros((3, 2)), np.zeros((3, 2))) == np.inf
+    assert S._RelChange(np.zeros((3, 2)))(np.zeros((3, 2)), np.zeros((3, 2))) == np.inf
+    # the inner-product form agrees with the explicit norm, also at tiny changes
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4))
+    rc = S._RelChange(X)
+    for eps in (1.0, 1e-3, 1e-5, 1e-7, 1e-10, 0.0):
+        Xn = X + eps * rng.normal(size=X.shape)
+        expect = np.linalg.norm(Xn - X) / np.linalg.norm(Xn)
+        assert rc(Xn, X) == pytest.approx(expect, rel=1e-3, abs=1e-300)
+        X = Xn
     Phi, y = make_problem()
     op = MulticlassOperator(Phi, y, K)
     pen = make_penalty("l1", None, M, K)

@@ -38,7 +38,7 @@ def __dir__():
 __all__ = ["SparseSVC", "CrammerSingerSVC", "__version__", "source_hash"]
 
 _LAZY = ("datasets", "features", "subsets", "experiments", "solvers", "penalties",
-         "projections", "operator", "estimators")
+         "projections", "operator", "estimators", "core", "accelerated", "certificates")
 
 
 def source_hash():

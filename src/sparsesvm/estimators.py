@@ -2,13 +2,17 @@
 
 ``SparseSVC`` composes a method (data term + problem form), a penalty and a
 solver family, in the manner of skglm's (datafit, penalty, solver) estimators.
-Solver families are looked up in the small table :data:`SOLVERS`; another
-module can add one with :func:`register_solver`.
+Its fit core (parameter checks, label encoding, operator and penalty, solver
+dispatch through :data:`SOLVERS`) lives in :mod:`sparsesvm.core`, which does
+not import scikit-learn, so that a training job of the experiments can use it
+without the ~2 s import; this module adds the scikit-learn layer (input
+validation, ``n_features_in_``, tags). Solver families are looked up in
+:data:`SOLVERS`; another module can add one with :func:`register_solver`
+(both re-exported from :mod:`sparsesvm.core`).
 """
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numpy as np
@@ -16,9 +20,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from . import core as _core
 from . import solvers as _solvers
-from .operator import MulticlassOperator
-from .penalties import make_penalty
+from .core import EXACT_HINGE, METHODS, PENALTIES, SOLVERS, register_solver
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -26,133 +30,68 @@ except ImportError:  # pragma: no cover - older scikit-learn
     def _validate_data(est, X="no_validation", y="no_validation", reset=True, **kw):
         return est._validate_data(X, y, reset=reset, **kw)
 
-__all__ = ["SparseSVC", "CrammerSingerSVC", "SOLVERS", "register_solver", "METHODS", "PENALTIES"]
-
-METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
-#: methods with the exact hinge loss: they can stop on a certified duality gap
-EXACT_HINGE = ("hinge-reg", "hinge-con", "hinge-lin")
-PENALTIES = ("l2", "l1", "l12", "l1inf")
+__all__ = ["SparseSVC", "CrammerSingerSVC", "SOLVERS", "register_solver", "METHODS", "PENALTIES",
+           "EXACT_HINGE"]
 
 
-# --------------------------------------------------------------------------- #
-# solver table
-# --------------------------------------------------------------------------- #
-def _paper(method):
-    """Adapter ``(op, penalty, alpha, **options) -> SolverResult`` for the paper's solvers."""
+class _LinearClassifierMixin:
+    """What the two estimators share: sparse-input tags, ``decision_function``, ``predict``.
 
-    def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
-        if stopping != "rel_change" and method not in EXACT_HINGE:
-            raise ValueError(f"stopping={stopping!r} is available for the exact-hinge methods "
-                             f"{EXACT_HINGE} only; method {method!r} supports 'rel_change'")
-        lam = 1.0 / alpha
-        eta = alpha * op.n_samples
-        common = dict(tol=tol, max_iter=max_iter, trace=trace, reference=reference)
-        pd = dict(step_ratio=step_ratio, stopping=stopping, **common)
-        if method == "hinge-reg":
-            return _solvers.hinge_reg(op, penalty, lam, **pd)
-        if method == "hinge-con":
-            return _solvers.hinge_con(op, penalty, eta, **pd)
-        if method == "hinge-lin":
-            return _solvers.hinge_lin(op, penalty, eta, **pd)
-        if method == "square":
-            return _solvers.square(op, penalty, lam, **common)
-        if method == "logit":
-            return _solvers.logit(op, penalty, lam, **common)
-        return _solvers.ova(op.Phi, op.y_idx, op.n_classes, penalty, lam, **common)
-
-    return run
-
-
-#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...)}``;
-#: ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference,
-#: stopping) -> SolverResult`` with ``op`` a :class:`MulticlassOperator`
-#: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
-#: data), ``lambda = 1/alpha`` and ``eta = alpha * n_samples``.
-SOLVERS = {
-    "paper": {"methods": {m: _paper(m) for m in METHODS}, "stopping": ("rel_change", "gap")},
-}
-
-
-def register_solver(name, methods, stopping):
-    """Add (or replace) a solver family usable as ``SparseSVC(solver=name)``.
-
-    Parameters
-    ----------
-    name : str
-    methods : dict
-        ``{method: run}`` for the methods it supports (see :data:`SOLVERS`).
-    stopping : tuple of str
-        Stopping rules it accepts.
+    Needs ``classes_``, ``coef_`` (n_classes, n_features) and ``intercept_``
+    (n_classes,) once fitted; put it before ``ClassifierMixin`` (which gives
+    ``score``) and ``BaseEstimator`` in the bases.
     """
-    SOLVERS[name] = {"methods": dict(methods), "stopping": tuple(stopping)}
 
+    # scikit-learn >= 1.6 tags
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
-def _known_solvers():
-    # the accelerated family registers itself on import (optional module)
-    if "accelerated" not in SOLVERS:
-        try:
-            from . import accelerated  # noqa: F401
-        except ImportError:
-            pass
-    return SOLVERS
+    def _more_tags(self):  # pragma: no cover - scikit-learn < 1.6
+        return {"X_types": ["2darray", "sparse"]}
 
+    def _scores(self, X):
+        check_is_fitted(self)
+        X = _validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return _core.decision_scores(X, self.coef_, self.intercept_)
 
-# --------------------------------------------------------------------------- #
-# validation helpers
-# --------------------------------------------------------------------------- #
-def _check_positive_real(value, name, *, allow_zero=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    ok = value >= 0 if allow_zero else value > 0
-    if not (np.isfinite(value) and ok):
-        raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
-    return float(value)
+    def decision_function(self, X):
+        """Class scores.
 
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
-def _check_max_iter(max_iter):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    return int(max_iter)
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), or (n_samples,) for 2 classes
+            (score of ``classes_[1]`` minus score of ``classes_[0]``).
+        """
+        S = self._scores(X)
+        if S.shape[1] == 2:
+            return S[:, 1] - S[:, 0]
+        return S
 
+    def predict(self, X):
+        """Class of largest score (first class on ties).
 
-def _check_groups(penalty, groups, n_features, method):
-    if penalty in ("l2", "l1"):
-        if groups is not None:
-            raise ValueError(f"penalty {penalty!r} takes groups=None, got groups={groups!r}")
-        return None
-    if groups is None:
-        raise ValueError(f"penalty {penalty!r} needs groups: an int block size or 'features'")
-    if isinstance(groups, str):
-        if groups != "features":
-            raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
-        if method == "ova":
-            raise ValueError("method 'ova' cannot use across-class groups (groups='features'): "
-                             "one-vs-all solves each class separately")
-        return groups
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral):
-        raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
-    if groups <= 0 or groups > n_features:
-        raise ValueError(f"group size must be in 1..n_features={n_features}, got groups={groups}")
-    return int(groups)
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
-
-def _check_trace(trace):
-    if isinstance(trace, (bool, np.bool_)):
-        return bool(trace)
-    if isinstance(trace, numbers.Integral) and trace >= 1:
-        return int(trace)
-    raise ValueError(f"trace must be a bool or a positive int (record every n iterations), got {trace!r}")
-
-
-def _set_sparse_tag(tags):
-    tags.input_tags.sparse = True
-    return tags
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        S = self._scores(X)
+        return self.classes_[np.argmax(S, axis=1)]
 
 
 # --------------------------------------------------------------------------- #
 # SparseSVC
 # --------------------------------------------------------------------------- #
-class SparseSVC(ClassifierMixin, BaseEstimator):
+class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     """Sparse multiclass linear classifier with the exact (Crammer-Singer) hinge.
 
     Parameters
@@ -251,36 +190,6 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
         self.trace = trace
         self.reference_coef = reference_coef
 
-    # scikit-learn >= 1.6 tags
-    def __sklearn_tags__(self):
-        return _set_sparse_tag(super().__sklearn_tags__())
-
-    def _more_tags(self):  # pragma: no cover - scikit-learn < 1.6
-        return {"X_types": ["2darray", "sparse"]}
-
-    def _check_params(self):
-        if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; expected one of {METHODS}")
-        if self.penalty not in PENALTIES:
-            raise ValueError(f"unknown penalty {self.penalty!r}; expected one of {PENALTIES}")
-        alpha = _check_positive_real(self.alpha, "alpha")
-        tol = _check_positive_real(self.tol, "tol", allow_zero=True)
-        max_iter = _check_max_iter(self.max_iter)
-        step_ratio = _check_positive_real(self.step_ratio, "step_ratio")
-        table = _known_solvers()
-        if self.solver not in table:
-            raise ValueError(f"unknown solver {self.solver!r}; expected one of {tuple(table)}")
-        family = table[self.solver]
-        if self.method not in family["methods"]:
-            raise ValueError(f"solver {self.solver!r} does not support method {self.method!r}; "
-                             f"it supports {tuple(family['methods'])}")
-        stopping = family["stopping"][0] if self.stopping == "auto" else self.stopping
-        if stopping not in family["stopping"]:
-            raise ValueError(f"unknown stopping {self.stopping!r} for solver {self.solver!r}; "
-                             f"expected 'auto' or one of {family['stopping']}")
-        trace = _check_trace(self.trace)
-        return alpha, tol, max_iter, step_ratio, family["methods"][self.method], trace, stopping
-
     def fit(self, X, y):
         """Fit the model.
 
@@ -295,84 +204,31 @@ class SparseSVC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        alpha, tol, max_iter, step_ratio, run, trace, stopping = self._check_params()
+        params = _core.check_params(self.method, self.penalty, self.alpha, self.tol, self.max_iter,
+                                    self.step_ratio, self.solver, self.stopping, self.trace)
         X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                               ensure_min_samples=2)
         check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        K = self.classes_.size
-        if K < 2:
-            raise ValueError(f"SparseSVC needs at least 2 classes in y; got 1 class ({self.classes_[0]!r})")
-        L, M = X.shape
-        groups = _check_groups(self.penalty, self.groups, M, self.method)
-        reference = None
-        if self.reference_coef is not None:
-            ref = np.asarray(self.reference_coef, dtype=np.float64)
-            if ref.shape != (K, M + 1):
-                raise ValueError(f"reference_coef must have shape (n_classes, n_features + 1) = "
-                                 f"{(K, M + 1)}, got {ref.shape}")
-            if not np.all(np.isfinite(ref)):
-                raise ValueError("reference_coef contains NaN or inf")
-            reference = np.ascontiguousarray(ref.T)
-        op = MulticlassOperator(X, y_idx.ravel(), K)
-        pen = make_penalty(self.penalty, groups, M, K)
-        res = run(op, pen, alpha, tol=tol, max_iter=max_iter, step_ratio=step_ratio,
-                  trace=trace, reference=reference, stopping=stopping)
-        self.coef_ = np.ascontiguousarray(res.X[:-1].T)
-        self.intercept_ = np.array(res.X[-1], dtype=np.float64)
-        self.n_iter_ = int(res.n_iter)
-        self.converged_ = bool(res.converged)
-        self.objective_ = float(res.objective)
-        self.constraint_violation_ = float(res.constraint_violation)
-        self.fit_time_ = float(res.fit_time)
-        self.rel_gap_ = float(res.rel_gap)
-        self.stopping_ = stopping
-        self.trace_ = res.trace if trace else None
+        res = _core.fit(params, X, y, groups=self.groups, reference_coef=self.reference_coef,
+                        owner="SparseSVC")
+        self.classes_ = res.classes
+        self.coef_ = res.coef
+        self.intercept_ = res.intercept
+        self.n_iter_ = res.n_iter
+        self.converged_ = res.converged
+        self.objective_ = res.objective
+        self.constraint_violation_ = res.constraint_violation
+        self.fit_time_ = res.fit_time
+        self.rel_gap_ = res.rel_gap
+        self.stopping_ = res.stopping
+        self.trace_ = res.trace
         return self
-
-    def _scores(self, X):
-        check_is_fitted(self)
-        X = _validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        S = X @ self.coef_.T
-        S += self.intercept_
-        return np.asarray(S)
-
-    def decision_function(self, X):
-        """Class scores.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes), or (n_samples,) for 2 classes
-            (score of ``classes_[1]`` minus score of ``classes_[0]``).
-        """
-        S = self._scores(X)
-        if S.shape[1] == 2:
-            return S[:, 1] - S[:, 0]
-        return S
-
-    def predict(self, X):
-        """Class of largest score (first class on ties).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        S = self._scores(X)
-        return self.classes_[np.argmax(S, axis=1)]
 
 
 # --------------------------------------------------------------------------- #
 # peer: liblinear's Crammer-Singer
 # --------------------------------------------------------------------------- #
-class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
+class CrammerSingerSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     """Peer for the l2 problem: ``LinearSVC(multi_class="crammer_singer", C=1/alpha)``.
 
     liblinear solves ``1/2 sum_k (||w_k||^2 + b_k^2) + C * loss`` (hinge as in
@@ -409,12 +265,6 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
 
-    def __sklearn_tags__(self):
-        return _set_sparse_tag(super().__sklearn_tags__())
-
-    def _more_tags(self):  # pragma: no cover - scikit-learn < 1.6
-        return {"X_types": ["2darray", "sparse"]}
-
     def fit(self, X, y):
         """Fit liblinear's Crammer-Singer SVM (see class docstring).
 
@@ -432,16 +282,14 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.svm import LinearSVC
 
-        alpha = _check_positive_real(self.alpha, "alpha")
-        tol = _check_positive_real(self.tol, "tol")
-        max_iter = _check_max_iter(self.max_iter)
+        alpha = _core._check_positive_real(self.alpha, "alpha")
+        tol = _core._check_positive_real(self.tol, "tol")
+        max_iter = _core._check_max_iter(self.max_iter)
         X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                               ensure_min_samples=2)
         check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        self.classes_, y_idx = _core.encode_labels(y, "CrammerSingerSVC")
         K = self.classes_.size
-        if K < 2:
-            raise ValueError(f"CrammerSingerSVC needs at least 2 classes in y; got 1 class ({self.classes_[0]!r})")
         svc = LinearSVC(multi_class="crammer_singer", C=1.0 / alpha, tol=tol, max_iter=max_iter,
                         random_state=0)
         t0 = time.perf_counter()
@@ -459,7 +307,7 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
             self.intercept_ = np.array(svc.intercept_, dtype=np.float64)
         self.n_iter_ = int(svc.n_iter_)
         self.converged_ = bool(self.n_iter_ < max_iter)
-        S = np.asarray(X @ self.coef_.T) + self.intercept_
+        S = _core.decision_scores(X, self.coef_, self.intercept_)
         L = S.shape[0]
         st = S[np.arange(L), y_idx]
         S[np.arange(L), y_idx] = -np.inf
@@ -469,19 +317,3 @@ class CrammerSingerSVC(ClassifierMixin, BaseEstimator):
         self.constraint_violation_ = 0.0
         self.trace_ = None
         return self
-
-    def decision_function(self, X):
-        """Class scores; shape (n_samples, n_classes), or (n_samples,) for 2 classes."""
-        check_is_fitted(self)
-        X = _validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        S = np.asarray(X @ self.coef_.T) + self.intercept_
-        if S.shape[1] == 2:
-            return S[:, 1] - S[:, 0]
-        return S
-
-    def predict(self, X):
-        """Class of largest score."""
-        check_is_fitted(self)
-        X = _validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        S = np.asarray(X @ self.coef_.T) + self.intercept_
-        return self.classes_[np.argmax(S, axis=1)]

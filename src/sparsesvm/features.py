@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
+from ._sparse import issparse
 
 from .datasets import _make_temp
 
@@ -293,6 +293,8 @@ def tfidf(docs_train, docs_test, max_features=26214):
     if len(docs_train) == 0:
         raise ValueError("tfidf: no training documents")
     vec = TfidfVectorizer(stop_words="english", max_features=max_features, dtype=np.float64)
+    import scipy.sparse as sp
+
     X_train = sp.csr_matrix(vec.fit_transform(docs_train), dtype=np.float64)
     X_test = sp.csr_matrix(vec.transform(docs_test), dtype=np.float64)
     for X in (X_train, X_test):
@@ -367,7 +369,9 @@ def _atomic_path(final, suffix):
 
 
 def _save_matrix(directory, split, X):
-    if sp.issparse(X):
+    if issparse(X):
+        import scipy.sparse as sp
+
         X = sp.csr_matrix(X)
         with _atomic_path(directory / f"X_{split}.npz", ".npz") as tmp:
             sp.save_npz(tmp, X, compressed=False)
@@ -508,6 +512,8 @@ def load_features(directory, split, indices=None, mmap=True):
     info = meta["splits"][split]
     path = directory / info["file"]
     if info["format"] == "csr":
+        import scipy.sparse as sp
+
         X = sp.load_npz(path).tocsr()
     else:
         X = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
@@ -535,6 +541,6 @@ def load_features(directory, split, indices=None, mmap=True):
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ValueError(f"{directory}: indices out of range for {n} {split} rows")
     Xs = X[idx]
-    if not sp.issparse(Xs):
+    if not issparse(Xs):
         Xs = np.asarray(Xs)
     return Xs, np.asarray(y[idx])

@@ -16,9 +16,14 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
+from ._sparse import issparse
 
-__all__ = ["MulticlassOperator"]
+__all__ = ["MulticlassOperator", "EXACT_NORM_MAX_SIZE"]
+
+#: ``MulticlassOperator.norm`` computes ``||T||`` exactly (eigenvalues of the
+#: (L K) x (L K) matrix ``T T^T``) up to this ``n_samples * n_classes``, by power
+#: iteration above (the exact form is cheaper up to about this size).
+EXACT_NORM_MAX_SIZE = 600
 
 
 class MulticlassOperator:
@@ -75,7 +80,9 @@ class MulticlassOperator:
             raise ValueError(f"n_classes must be >= 2, got {n_classes}")
         K = int(n_classes)
 
-        if sp.issparse(Phi):
+        if issparse(Phi):
+            import scipy.sparse as sp
+
             if Phi.ndim != 2:
                 raise ValueError(f"Phi must be 2-D, got shape {Phi.shape}")
             if not (np.issubdtype(Phi.dtype, np.floating) or np.issubdtype(Phi.dtype, np.integer)
@@ -121,11 +128,21 @@ class MulticlassOperator:
             )
 
         self.Phi = Phi
-        self._sparse = sp.issparse(Phi)
+        self._sparse = issparse(Phi)
         # CSR copy of Phi^T: scipy's csc (Phi.T) @ dense product is slower
         # (measured about 1.6x on a News20-shaped problem); costs one more
-        # copy of the sparse storage
-        self._PhiT = Phi.T.tocsr() if self._sparse else None
+        # copy of the sparse storage,
+        # and, for sparse Phi, with the row of ones of the biases appended
+        # ([Phi^T; 1^T] in CSR), so that T^T writes its (M + 1, K) result in one
+        # product with no copy; likewise [Phi 1] for the scores.
+        if self._sparse:
+            import scipy.sparse as sp
+
+            ones = sp.csr_matrix(np.ones((L, 1)))
+            self._Phi1 = sp.hstack([Phi, ones], format="csr")
+            self._PhiT1 = self._Phi1.T.tocsr()
+        else:
+            self._Phi1 = self._PhiT1 = None
         self.y_idx = y
         self.n_samples = L
         self.n_features = M
@@ -168,8 +185,9 @@ class MulticlassOperator:
         S : ndarray, shape (n_samples, n_classes)
         """
         X = self._check_X(X)
+        if self._sparse:
+            return np.asarray(self._Phi1 @ X)
         S = self.Phi @ X[:-1]
-        S = np.asarray(S)
         S += X[-1]
         return S
 
@@ -205,16 +223,15 @@ class MulticlassOperator:
         Y = self._check_Y(Y)
         G = Y.copy()
         G[self._rows, self.y_idx] -= Y.sum(axis=1)
-        out = np.empty((self.n_features + 1, self.n_classes))
         if self._sparse:
-            out[:-1] = self._PhiT @ G
-        else:
-            np.matmul(self.Phi.T, G, out=out[:-1])
+            return np.asarray(self._PhiT1 @ G)
+        out = np.empty((self.n_features + 1, self.n_classes))
+        np.matmul(self.Phi.T, G, out=out[:-1])
         out[-1] = G.sum(axis=0)
         return out
 
-    def norm(self, max_iter=200, tol=1e-6, rng=None):
-        """Estimate ``||T||`` (largest singular value) by power iteration on ``T^T T``.
+    def norm(self, max_iter=200, tol=1e-6, rng=None, method="auto"):
+        """``||T||`` (largest singular value): exactly when small, else by power iteration.
 
         Parameters
         ----------
@@ -225,11 +242,17 @@ class MulticlassOperator:
         rng : None, int or numpy.random.Generator, default=None
             Source of the random start; None means seed 0 (reproducible).
             Results for None/int seeds are cached per (max_iter, tol, seed).
+        method : {"auto", "exact", "power"}, default="auto"
+            ``"exact"``: :meth:`exact_norm`; ``"power"``: power iteration on
+            ``T^T T`` (``max_iter``, ``tol``, ``rng`` apply to it only);
+            ``"auto"``: exact when ``n_samples * n_classes <=``
+            :data:`EXACT_NORM_MAX_SIZE` (cheaper than the power iteration there),
+            power iteration otherwise.
 
         Returns
         -------
         float
-            The estimate, also stored in ``self.norm_``.
+            The norm or its estimate, also stored in ``self.norm_``.
 
         Notes
         -----
@@ -238,6 +261,13 @@ class MulticlassOperator:
         solvers that need ``tau * sigma * ||T||^2 <= 1`` should keep a small
         margin (e.g. multiply the estimate by 1.01).
         """
+        if method not in ("auto", "exact", "power"):
+            raise ValueError(f"method must be 'auto', 'exact' or 'power', got {method!r}")
+        if method == "exact" or (
+            method == "auto" and self.n_samples * self.n_classes <= EXACT_NORM_MAX_SIZE
+        ):
+            self.norm_ = self.exact_norm()
+            return self.norm_
         if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
             raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
         if not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
@@ -277,4 +307,37 @@ class MulticlassOperator:
         self.norm_ = est
         if key is not None:
             self._norm_cache[key] = est
+        return est
+
+    def exact_norm(self):
+        """``||T||`` from the eigenvalues of ``T T^T``, an (L K) x (L K) matrix.
+
+        Returns
+        -------
+        float
+
+        Notes
+        -----
+        Row l of ``T X`` is ``A_l X^T psi_l`` with ``psi_l`` the l-th row of
+        ``[Phi 1]`` and ``A_l = I - 1 e_{z_l}^T`` (K x K), so ``T T^T`` has the
+        blocks ``Q[l, m] A_l A_m^T`` with ``Q = [Phi 1][Phi 1]^T`` (L x L) and
+        ``A_l A_m^T = I - e_{z_m} 1^T - 1 e_{z_l}^T + [z_l = z_m] 1 1^T``.
+        Costs ``O(L^2 M)`` for ``Q`` and ``O((L K)^3)`` for the eigenvalues:
+        use it for small ``L K`` (about 0.015 s at L K = 300, where 200 power
+        iterations on M = 3969 features take about 0.2 s).
+        """
+        if "exact" in self._norm_cache:
+            return self._norm_cache["exact"]
+        L, K = self.n_samples, self.n_classes
+        Q = self.Phi @ self.Phi.T
+        Q = (Q.toarray() if self._sparse else np.asarray(Q)) + 1.0
+        Z = np.zeros((L, K))
+        Z[self._rows, self.y_idx] = 1.0
+        same = Z @ Z.T
+        C = (np.eye(K)[None, :, None, :] - Z.T[None, :, :, None] - Z[:, None, None, :]
+             + same[:, None, :, None])
+        B = (Q[:, None, :, None] * C).reshape(L * K, L * K)
+        lmax = float(np.linalg.eigvalsh(B)[-1])
+        est = float(np.sqrt(max(lmax, 0.0)))
+        self._norm_cache["exact"] = est
         return est

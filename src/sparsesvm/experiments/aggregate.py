@@ -29,6 +29,8 @@ __all__ = [
     "groups_label",
     "method_label",
     "add_labels",
+    "METHOD_ORDER",
+    "ordered",
 ]
 
 #: How the best alpha is chosen; printed in tables, captions and legends.
@@ -50,6 +52,21 @@ def groups_label(groups):
     if isinstance(groups, float) and groups.is_integer():
         return str(int(groups))
     return str(groups)
+
+
+#: Column / line order of the methods in tables and figures.
+METHOD_ORDER = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova", "liblinear-cs")
+
+
+def ordered(values, order):
+    """Distinct ``values`` in the order of ``order``; labels ``"name [solver]"`` follow
+    their ``name`` (e.g. ``"hinge-reg [accelerated]"`` right after ``"hinge-reg"``),
+    unknown names last, alphabetically."""
+    def key(v):
+        name, _, solver = str(v).partition(" [")
+        return (order.index(name) if name in order else len(order), name, solver)
+
+    return sorted(dict.fromkeys(values), key=key)
 
 
 def method_label(method, solver=None):

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .aggregate import BEST_ALPHA_RULE, best_alpha, method_label
+from .aggregate import BEST_ALPHA_RULE, METHOD_ORDER, best_alpha, method_label, ordered
 
 __all__ = [
     "BANDS",
@@ -44,7 +44,6 @@ __all__ = [
     "curve_styles",
 ]
 
-METHOD_ORDER = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova", "liblinear-cs")
 _MARKERS = ("s", "^", "v", "D", "P", "X", "*", "h", "<", ">")
 _DASHES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 #: Spread bands: "sd" = mean +- 1 standard deviation over subsets, "iqr" = 25th-75th percentile.
@@ -67,11 +66,6 @@ def _palette(n):
     import seaborn as sns
 
     return sns.color_palette("colorblind", n)
-
-
-def _ordered(values, order):
-    values = [v for v in dict.fromkeys(values)]
-    return [v for v in order if v in values] + sorted(v for v in values if v not in order)
 
 
 def _require(df, cols, what):
@@ -116,7 +110,7 @@ def curve_styles(frame):
         ``curve -> {"color", "linestyle", "marker", "method", "solver"}``, in
         display order.
     """
-    methods = _ordered(frame["method"], METHOD_ORDER)
+    methods = ordered(frame["method"], METHOD_ORDER)
     colors = dict(zip(methods, _palette(max(len(methods), 1))))
     markers = {m: _MARKERS[i % len(_MARKERS)] for i, m in enumerate(methods)}
     solvers_all = frame["solver"] if "solver" in frame.columns else pd.Series(["paper"] * len(frame), index=frame.index)
@@ -431,7 +425,7 @@ def make_l2_timing_figure(df, sparse_df=None, title=None):
                        "count": sel[COUNT_COLUMN].mean(),
                        "n_weights": sel["n_weights"].iloc[0] if "n_weights" in sel else np.nan})
     counts = pd.DataFrame(counts)
-    penalties = _ordered(counts["penalty"], PENALTY_ORDER)
+    penalties = ordered(counts["penalty"], PENALTY_ORDER)
     n_panels = len(Ls) + 1
     ncols = min(4, n_panels)
     nrows = math.ceil(n_panels / ncols)

@@ -13,8 +13,12 @@ solver loop only, trace cost excluded) and ``fit_wall_time_s`` is the wall
 time of the whole ``fit()`` call (input validation and ``||T||`` estimation
 included). Loading features, prediction and writing results are not timed.
 
-This module imports neither pandas nor matplotlib, so that a training job
-starts quickly.
+A job of the paper's methods fits through :mod:`sparsesvm.core` (the fit core
+of :class:`sparsesvm.SparseSVC`, same checks, same solvers, same result) and
+predicts with :func:`sparsesvm.core.decision_scores`: the job path imports
+neither scikit-learn (about 2 s, more than many E2 fits) nor pandas nor
+matplotlib, so that a training job starts quickly. Only the l2 peer
+``liblinear-cs`` (:class:`sparsesvm.CrammerSingerSVC`) imports scikit-learn.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from .. import core as _core
+from ..solvers import DEFAULT_STEP_RATIO
 
 __all__ = [
     "METHODS",
@@ -44,11 +51,11 @@ __all__ = [
     "count_weights",
 ]
 
-#: Methods fitted by :class:`sparsesvm.SparseSVC`.
-METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
+#: Methods fitted by :class:`sparsesvm.SparseSVC` (here by its core, :func:`sparsesvm.core.fit`).
+METHODS = _core.METHODS
 #: The l2 peer (scikit-learn/liblinear Crammer-Singer), fitted by :class:`sparsesvm.CrammerSingerSVC`.
 PEER_METHOD = "liblinear-cs"
-PENALTIES = ("l2", "l1", "l12", "l1inf")
+PENALTIES = _core.PENALTIES
 #: Threshold of ``n_weights_above_1e-5`` (spec E5: weights above 1e-5 in absolute value).
 WEIGHT_THRESHOLD = 1e-5
 
@@ -232,16 +239,6 @@ def count_weights(coef, threshold=WEIGHT_THRESHOLD):
 
 # --------------------------------------------------------------------------- the job
 
-def _check_groups(groups):
-    if groups is None or groups == "features":
-        return groups
-    if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, numbers.Integral):
-        raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
-    if groups <= 0:
-        raise ValueError(f"groups must be a positive block size, got {groups!r}")
-    return int(groups)
-
-
 def _check_subset(subset_indices):
     if subset_indices is None:
         return None
@@ -271,7 +268,8 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         Rows of the training split to train on; ``None`` = the whole training split.
     method : str
         One of ``"hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"``
-        (fitted by :class:`sparsesvm.SparseSVC`) or ``"liblinear-cs"`` (the l2 peer,
+        (fitted as :class:`sparsesvm.SparseSVC` does, by its scikit-learn-free core
+        :func:`sparsesvm.core.fit`) or ``"liblinear-cs"`` (the l2 peer,
         :class:`sparsesvm.CrammerSingerSVC`; requires ``penalty="l2"``,
         ``groups=None``, ``solver="paper"``, ``stopping="rel_change"`` (the
         defaults, ignored) and ``trace=False``; recorded as solver/stopping
@@ -314,26 +312,20 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     ------
     ValueError
         For an unknown method or penalty, a non-positive alpha/tol/max_iter,
-        bad subset indices, or an ``L`` in ``meta`` that does not match.
+        any parameter :class:`sparsesvm.SparseSVC` rejects (checked before the
+        features are read, except ``groups <= n_features``), bad subset indices,
+        non-finite test scores (NaN/inf features), or an ``L`` in ``meta`` that
+        does not match.
     """
     if method not in METHODS and method != PEER_METHOD:
         raise ValueError(f"unknown method {method!r}; expected one of {METHODS + (PEER_METHOD,)}")
     if penalty not in PENALTIES:
         raise ValueError(f"unknown penalty {penalty!r}; expected one of {PENALTIES}")
-    groups = _check_groups(groups)
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (alpha > 0 and math.isfinite(alpha)):
-        raise ValueError(f"alpha must be a positive finite number, got {alpha!r}")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
-        raise ValueError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter <= 0:
-        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    alpha = _core._check_positive_real(alpha, "alpha")
+    tol = _core._check_positive_real(tol, "tol")
+    max_iter = _core._check_max_iter(max_iter)
     idx = _check_subset(subset_indices)
-    if trace is None or isinstance(trace, (bool, np.bool_)):
-        trace = bool(trace)
-    elif isinstance(trace, numbers.Integral) and trace >= 1:
-        trace = int(trace)
-    else:
-        raise ValueError(f"trace must be a bool or a positive int (record every n iterations), got {trace!r}")
+    trace = _core._check_trace(False if trace is None else trace)
     if method == PEER_METHOD:
         if penalty != "l2" or groups is not None:
             raise ValueError(f"method {PEER_METHOD!r} fits the l2 problem only; got penalty={penalty!r}, groups={groups!r}")
@@ -341,6 +333,11 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
             raise ValueError(f"method {PEER_METHOD!r} has no convergence trace (trace/reference_coef given)")
         if solver != "paper" or stopping != "rel_change":
             raise ValueError(f"method {PEER_METHOD!r} takes no solver/stopping option (got {solver!r}, {stopping!r})")
+    else:
+        # the checks of SparseSVC, before the features are read (groups <= M is checked in fit)
+        groups = _core.check_groups(penalty, groups, None, method)
+        params = _core.check_params(method, penalty, alpha, tol, max_iter, DEFAULT_STEP_RATIO,
+                                    solver, stopping, trace)
     for key in ("trace", "coef_full"):
         if key in meta:
             raise ValueError(f"meta field {key!r} is reserved")
@@ -354,29 +351,34 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         raise ValueError(f"L={meta['L']!r} given but the training subset has {n_train} rows")
 
     if method == PEER_METHOD:
-        est = sparsesvm.CrammerSingerSVC(alpha=float(alpha), tol=float(tol), max_iter=int(max_iter))
-        solver_used, stopping_used = "liblinear", "liblinear"
+        from sparsesvm.estimators import CrammerSingerSVC  # imports scikit-learn
+
+        est = CrammerSingerSVC(alpha=alpha, tol=tol, max_iter=max_iter)
+        t0 = time.perf_counter()
+        est.fit(X_train, y_train)
+        fit_wall = time.perf_counter() - t0
+        model = _core.LinearFit(
+            classes=est.classes_, coef=est.coef_, intercept=est.intercept_, groups=None,
+            n_iter=est.n_iter_, converged=est.converged_, objective=est.objective_,
+            constraint_violation=est.constraint_violation_, fit_time=est.fit_time_,
+            rel_gap=float("nan"), stopping="liblinear")
+        solver_used = "liblinear"
     else:
-        ref = None if reference_coef is None else np.asarray(reference_coef, dtype=np.float64)
-        est = sparsesvm.SparseSVC(method=method, penalty=penalty, groups=groups, alpha=float(alpha),
-                                  tol=float(tol), max_iter=int(max_iter), solver=solver,
-                                  stopping=stopping, trace=trace, reference_coef=ref)
+        t0 = time.perf_counter()
+        model = _core.fit(params, X_train, y_train, groups=groups, reference_coef=reference_coef)
+        fit_wall = time.perf_counter() - t0
         solver_used = solver
 
-    t0 = time.perf_counter()
-    est.fit(X_train, y_train)
-    fit_wall = time.perf_counter() - t0
-
-    train_errors = int(np.count_nonzero(est.predict(X_train) != np.asarray(y_train)))
+    train_errors = int(np.count_nonzero(model.predict(X_train) != np.asarray(y_train)))
     del X_train
     X_test, y_test = features.load_features(features_dir, "test")
     y_test = np.asarray(y_test)
     n_test = int(y_test.shape[0])
-    test_errors = int(np.count_nonzero(est.predict(X_test) != y_test))
+    test_errors = int(np.count_nonzero(model.predict(X_test) != y_test))
     del X_test
 
-    coef = np.asarray(est.coef_, dtype=np.float64)
-    intercept = np.asarray(est.intercept_, dtype=np.float64).reshape(-1)
+    coef = np.asarray(model.coef, dtype=np.float64)
+    intercept = np.asarray(model.intercept, dtype=np.float64).reshape(-1)
     coef_full = np.hstack([coef, intercept[:, None]])
     counts = count_weights(coef)
 
@@ -396,18 +398,18 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         "test_error_pct": 100.0 * test_errors / n_test,
         "train_errors": train_errors,
         **counts,
-        "fit_time_s": float(getattr(est, "fit_time_", fit_wall)),
+        "fit_time_s": float(model.fit_time),
         "fit_wall_time_s": float(fit_wall),
-        "n_iter": int(np.max(est.n_iter_)),
-        "objective": float(est.objective_),
-        "constraint_violation": float(getattr(est, "constraint_violation_", 0.0)),
-        "converged": bool(est.converged_),
+        "n_iter": int(model.n_iter),
+        "objective": float(model.objective),
+        "constraint_violation": float(model.constraint_violation),
+        "converged": bool(model.converged),
         # certified relative duality gap (exact-hinge methods; NaN -> null otherwise)
-        "rel_gap": float(getattr(est, "rel_gap_", float("nan"))),
+        "rel_gap": float(model.rel_gap),
         "tol": float(tol),
         "max_iter": int(max_iter),
         "solver": solver_used,
-        "stopping": getattr(est, "stopping_", stopping) if method != PEER_METHOD else stopping_used,
+        "stopping": model.stopping,
         "sparsesvm_version": sparsesvm.__version__,
         "source_hash": sparsesvm.source_hash(),
     }
@@ -417,7 +419,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
             raise ValueError(f"meta field {key!r} clashes with a computed record field")
         record[key] = value
     if trace:
-        tr = getattr(est, "trace_", None)
+        tr = model.trace
         if not tr:
             raise ValueError(f"the estimator returned no trace for method {method!r}")
         record["trace"] = {str(k): np.asarray(v).tolist() for k, v in tr.items()}

@@ -16,20 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .aggregate import BEST_ALPHA_RULE, add_labels, best_alpha
+from .aggregate import BEST_ALPHA_RULE, METHOD_ORDER, add_labels, best_alpha, ordered
 
 __all__ = ["REGULARISER_ORDER", "METHOD_ORDER", "table1", "table1_long", "write_table1",
            "to_markdown", "to_latex", "format_count"]
 
 REGULARISER_ORDER = ("l2", "l1", "l12", "l1inf")
-METHOD_ORDER = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova", "liblinear-cs")
 MISSING = "n/a"
-
-
-def _ordered(values, order):
-    values = list(dict.fromkeys(values))
-    known = [v for v in order if v in values]
-    return known + sorted(v for v in values if v not in order)
 
 
 def format_count(x):
@@ -101,8 +94,8 @@ def table1_long(df):
             "at_grid_edge": bool(b["at_grid_edge"]), "cell": cell,
         })
     long = pd.DataFrame(rows)
-    r_order = {r: i for i, r in enumerate(_ordered(long["regulariser"], REGULARISER_ORDER))}
-    m_order = {m: i for i, m in enumerate(_ordered(long["method"], METHOD_ORDER))}
+    r_order = {r: i for i, r in enumerate(ordered(long["regulariser"], REGULARISER_ORDER))}
+    m_order = {m: i for i, m in enumerate(ordered(long["method"], METHOD_ORDER))}
     long = (long.assign(_r=long["regulariser"].map(r_order), _m=long["method"].map(m_order))
             .sort_values(["_r", "_m"]).drop(columns=["_r", "_m"]).reset_index(drop=True))
     if long["n_test"].nunique() > 1:
@@ -127,8 +120,8 @@ def table1(df):
     """
     long = table1_long(df)
     wide = long.pivot(index="regulariser", columns="method", values="cell")
-    wide = wide.reindex(index=_ordered(long["regulariser"], REGULARISER_ORDER),
-                        columns=_ordered(long["method"], METHOD_ORDER))
+    wide = wide.reindex(index=ordered(long["regulariser"], REGULARISER_ORDER),
+                        columns=ordered(long["method"], METHOD_ORDER))
     wide = wide.fillna(MISSING)
     wide.index.name = "regulariser"
     wide.columns.name = None

@@ -1,0 +1,483 @@
+"""The fit core of :class:`sparsesvm.SparseSVC`, without scikit-learn.
+
+A training job of the experiments (:func:`sparsesvm.experiments.runner.run_job`)
+and :class:`sparsesvm.SparseSVC` fit through the same code: parameter checks
+(:func:`check_params`, :func:`check_groups`), label encoding
+(:func:`encode_labels`), building the operator and the penalty, dispatch to a
+solver family of :data:`SOLVERS` (:func:`fit`), and the scores of a linear
+model (:func:`decision_scores`). This module imports numpy and the solvers
+(scipy.sparse only where they do: see :mod:`sparsesvm._sparse`), never
+scikit-learn, whose import costs about 2 s (more than many E2 fits), so that a
+training job of the paper's methods starts quickly; :mod:`sparsesvm.estimators`
+adds the scikit-learn layer (``validate_data``, ``n_features_in_``, tags).
+
+Solver families are looked up in :data:`SOLVERS`; another module adds one with
+:func:`register_solver`. Optional families (:data:`OPTIONAL_SOLVERS`: the
+``"accelerated"`` solver, whose module imports ``scipy.optimize``) are imported
+only when asked for by name, or to list every family in an error message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import solvers as _solvers
+from ._sparse import issparse
+from .operator import MulticlassOperator
+from .penalties import make_penalty
+
+__all__ = [
+    "METHODS",
+    "EXACT_HINGE",
+    "PENALTIES",
+    "SOLVERS",
+    "OPTIONAL_SOLVERS",
+    "register_solver",
+    "solver_family",
+    "FitParams",
+    "LinearFit",
+    "check_params",
+    "check_groups",
+    "encode_labels",
+    "fit",
+    "decision_scores",
+]
+
+METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
+#: methods with the exact hinge loss: they can stop on a certified duality gap
+EXACT_HINGE = ("hinge-reg", "hinge-con", "hinge-lin")
+PENALTIES = ("l2", "l1", "l12", "l1inf")
+
+
+# --------------------------------------------------------------------------- #
+# solver table
+# --------------------------------------------------------------------------- #
+def _paper(method):
+    """Adapter ``(op, penalty, alpha, **options) -> SolverResult`` for the paper's solvers."""
+
+    def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
+        if stopping != "rel_change" and method not in EXACT_HINGE:
+            raise ValueError(f"stopping={stopping!r} is available for the exact-hinge methods "
+                             f"{EXACT_HINGE} only; method {method!r} supports 'rel_change'")
+        lam = 1.0 / alpha
+        eta = alpha * op.n_samples
+        common = dict(tol=tol, max_iter=max_iter, trace=trace, reference=reference)
+        pd = dict(step_ratio=step_ratio, stopping=stopping, **common)
+        if method == "hinge-reg":
+            return _solvers.hinge_reg(op, penalty, lam, **pd)
+        if method == "hinge-con":
+            return _solvers.hinge_con(op, penalty, eta, **pd)
+        if method == "hinge-lin":
+            return _solvers.hinge_lin(op, penalty, eta, **pd)
+        if method == "square":
+            return _solvers.square(op, penalty, lam, **common)
+        if method == "logit":
+            return _solvers.logit(op, penalty, lam, **common)
+        return _solvers.ova(op.Phi, op.y_idx, op.n_classes, penalty, lam, **common)
+
+    return run
+
+
+#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...)}``;
+#: ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference,
+#: stopping) -> SolverResult`` with ``op`` a :class:`MulticlassOperator`
+#: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
+#: data), ``lambda = 1/alpha`` and ``eta = alpha * n_samples``.
+SOLVERS = {
+    "paper": {"methods": {m: _paper(m) for m in METHODS}, "stopping": ("rel_change", "gap")},
+}
+
+#: Optional families: ``{name: module}``; the module registers the family when
+#: imported (it may be missing, or fail to import: the family is then unknown).
+OPTIONAL_SOLVERS = {"accelerated": "sparsesvm.accelerated"}
+
+
+def register_solver(name, methods, stopping):
+    """Add (or replace) a solver family usable as ``SparseSVC(solver=name)``.
+
+    Parameters
+    ----------
+    name : str
+    methods : dict
+        ``{method: run}`` for the methods it supports (see :data:`SOLVERS`).
+    stopping : tuple of str
+        Stopping rules it accepts.
+    """
+    SOLVERS[name] = {"methods": dict(methods), "stopping": tuple(stopping)}
+
+
+def _load_optional(name):
+    module = OPTIONAL_SOLVERS.get(name)
+    if module is not None and name not in SOLVERS:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def solver_family(name):
+    """The entry ``SOLVERS[name]``, importing an optional family on first use.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    dict
+        ``{"methods": {method: run}, "stopping": (rules...)}``.
+
+    Raises
+    ------
+    ValueError
+        If no family of that name exists (the message lists every family,
+        the optional ones that import included).
+    """
+    if isinstance(name, str):
+        _load_optional(name)
+    if not isinstance(name, str) or name not in SOLVERS:
+        for other in OPTIONAL_SOLVERS:
+            _load_optional(other)
+        raise ValueError(f"unknown solver {name!r}; expected one of {tuple(SOLVERS)}")
+    return SOLVERS[name]
+
+
+# --------------------------------------------------------------------------- #
+# parameter checks
+# --------------------------------------------------------------------------- #
+def _check_positive_real(value, name, *, allow_zero=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    ok = value >= 0 if allow_zero else value > 0
+    if not (np.isfinite(value) and ok):
+        raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
+    return float(value)
+
+
+def _check_max_iter(max_iter):
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    return int(max_iter)
+
+
+def _check_trace(trace):
+    if isinstance(trace, (bool, np.bool_)):
+        return bool(trace)
+    if isinstance(trace, numbers.Integral) and trace >= 1:
+        return int(trace)
+    raise ValueError(f"trace must be a bool or a positive int (record every n iterations), got {trace!r}")
+
+
+def check_groups(penalty, groups, n_features, method):
+    """Check the ``groups`` argument against the penalty and the method.
+
+    Parameters
+    ----------
+    penalty : {"l2", "l1", "l12", "l1inf"}
+    groups : None, int or "features"
+    n_features : int or None
+        M; ``None`` skips the check ``groups <= M`` (before the data are read).
+    method : str
+
+    Returns
+    -------
+    None, int or "features"
+
+    Raises
+    ------
+    ValueError
+        groups given to l2/l1; missing for l12/l1inf; of the wrong type;
+        outside ``1..n_features``; ``"features"`` with ``method="ova"``.
+    """
+    if penalty in ("l2", "l1"):
+        if groups is not None:
+            raise ValueError(f"penalty {penalty!r} takes groups=None, got groups={groups!r}")
+        return None
+    if groups is None:
+        raise ValueError(f"penalty {penalty!r} needs groups: an int block size or 'features'")
+    if isinstance(groups, str):
+        if groups != "features":
+            raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
+        if method == "ova":
+            raise ValueError("method 'ova' cannot use across-class groups (groups='features'): "
+                             "one-vs-all solves each class separately")
+        return groups
+    if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, numbers.Integral):
+        raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
+    if groups <= 0 or (n_features is not None and groups > n_features):
+        bound = "" if n_features is None else f"={n_features}"
+        raise ValueError(f"group size must be in 1..n_features{bound}, got groups={groups}")
+    return int(groups)
+
+
+@dataclass(frozen=True)
+class FitParams:
+    """Checked parameters of a fit (see :func:`check_params`).
+
+    Attributes
+    ----------
+    method, penalty : str
+    alpha, tol : float
+    max_iter : int
+    step_ratio : float
+    solver : str
+    stopping : str
+        The rule used (``"auto"`` resolved to the family's first rule).
+    trace : bool or int
+    run : callable
+        ``SOLVERS[solver]["methods"][method]``.
+    """
+
+    method: str
+    penalty: str
+    alpha: float
+    tol: float
+    max_iter: int
+    step_ratio: float
+    solver: str
+    stopping: str
+    trace: object
+    run: object = field(repr=False, compare=False)
+
+
+def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stopping, trace):
+    """Check the parameters of :class:`sparsesvm.SparseSVC` (all but ``groups``, which
+    needs the data: :func:`check_groups`, and ``reference_coef``).
+
+    Parameters
+    ----------
+    method : {"hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"}
+    penalty : {"l2", "l1", "l12", "l1inf"}
+    alpha : float > 0
+    tol : float >= 0
+    max_iter : int >= 1
+    step_ratio : float > 0
+    solver : str
+        A family of :data:`SOLVERS` (optional families imported on demand).
+    stopping : str
+        ``"auto"`` or one of the family's rules.
+    trace : bool or int >= 1
+
+    Returns
+    -------
+    FitParams
+
+    Raises
+    ------
+    ValueError
+        Naming the first bad parameter, in the order above.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+    if penalty not in PENALTIES:
+        raise ValueError(f"unknown penalty {penalty!r}; expected one of {PENALTIES}")
+    alpha = _check_positive_real(alpha, "alpha")
+    tol = _check_positive_real(tol, "tol", allow_zero=True)
+    max_iter = _check_max_iter(max_iter)
+    step_ratio = _check_positive_real(step_ratio, "step_ratio")
+    family = solver_family(solver)
+    if method not in family["methods"]:
+        raise ValueError(f"solver {solver!r} does not support method {method!r}; "
+                         f"it supports {tuple(family['methods'])}")
+    rule = family["stopping"][0] if stopping == "auto" else stopping
+    if rule not in family["stopping"]:
+        raise ValueError(f"unknown stopping {stopping!r} for solver {solver!r}; "
+                         f"expected 'auto' or one of {family['stopping']}")
+    trace = _check_trace(trace)
+    return FitParams(method, penalty, alpha, tol, max_iter, step_ratio, solver, rule, trace,
+                     family["methods"][method])
+
+
+def encode_labels(y, owner="SparseSVC"):
+    """Sorted classes and class indices of ``y``.
+
+    Parameters
+    ----------
+    y : array_like of shape (n_samples,)
+        Labels of any sortable type.
+    owner : str
+        Estimator named in the error message.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    y_idx : ndarray of int of shape (n_samples,)
+        ``classes[y_idx] == y``.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 1-D or has fewer than 2 classes.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,), got shape {y.shape}")
+    classes, y_idx = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        got = f"1 class ({classes[0]!r})" if classes.size else "no samples"
+        raise ValueError(f"{owner} needs at least 2 classes in y; got {got}")
+    return classes, y_idx.ravel()
+
+
+# --------------------------------------------------------------------------- #
+# fit and scores
+# --------------------------------------------------------------------------- #
+@dataclass
+class LinearFit:
+    """A fitted linear multiclass model and how the fit went.
+
+    Attributes
+    ----------
+    classes : ndarray (n_classes,)
+    coef : ndarray (n_classes, n_features), float64
+    intercept : ndarray (n_classes,), float64
+    groups : None, int or "features"
+        The checked ``groups``.
+    n_iter : int
+    converged : bool
+    objective, constraint_violation, fit_time, rel_gap : float
+        As :class:`sparsesvm.SparseSVC`'s ``objective_``, ... (``fit_time``:
+        seconds in the solver loop).
+    stopping : str
+        The stopping rule used.
+    trace : dict of 1-D ndarrays or None
+    """
+
+    classes: np.ndarray
+    coef: np.ndarray
+    intercept: np.ndarray
+    groups: object
+    n_iter: int
+    converged: bool
+    objective: float
+    constraint_violation: float
+    fit_time: float
+    rel_gap: float
+    stopping: str
+    trace: dict | None = field(default=None, repr=False)
+
+    def predict(self, X):
+        """Class of largest score (first class on ties).
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Any real dtype (see :func:`decision_scores`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            If a score is NaN or infinite (X holds NaN or inf, or overflows).
+        """
+        S = decision_scores(X, self.coef, self.intercept)
+        if not np.all(np.isfinite(S)):
+            raise ValueError("X contains NaN or inf (or values so large that the scores overflow)")
+        return self.classes[np.argmax(S, axis=1)]
+
+
+def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
+    """Fit the model of ``params`` (the body of :meth:`sparsesvm.SparseSVC.fit`).
+
+    Parameters
+    ----------
+    params : FitParams
+        From :func:`check_params`.
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+        Real, finite features (any real dtype; used as float64, CSR if sparse:
+        :class:`~sparsesvm.operator.MulticlassOperator` checks and converts).
+    y : array_like of shape (n_samples,)
+        Labels of any sortable type; at least two classes.
+    groups : None, int or "features"
+        Checked here with :func:`check_groups`.
+    reference_coef : array_like of shape (n_classes, n_features + 1), optional
+        ``[coef | intercept]`` for the ``rel_dist`` trace entry.
+    owner : str
+        Estimator named in the error messages.
+
+    Returns
+    -------
+    LinearFit
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 classes; bad groups or reference; bad data (from the operator).
+    """
+    if not issparse(X):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    classes, y_idx = encode_labels(y, owner)
+    K = classes.size
+    L, M = X.shape
+    groups = check_groups(params.penalty, groups, M, params.method)
+    reference = None
+    if reference_coef is not None:
+        ref = np.asarray(reference_coef, dtype=np.float64)
+        if ref.shape != (K, M + 1):
+            raise ValueError(f"reference_coef must have shape (n_classes, n_features + 1) = "
+                             f"{(K, M + 1)}, got {ref.shape}")
+        if not np.all(np.isfinite(ref)):
+            raise ValueError("reference_coef contains NaN or inf")
+        reference = np.ascontiguousarray(ref.T)
+    op = MulticlassOperator(X, y_idx, K)
+    pen = make_penalty(params.penalty, groups, M, K)
+    res = params.run(op, pen, params.alpha, tol=params.tol, max_iter=params.max_iter,
+                     step_ratio=params.step_ratio, trace=params.trace, reference=reference,
+                     stopping=params.stopping)
+    return LinearFit(
+        classes=classes,
+        coef=np.ascontiguousarray(res.X[:-1].T),
+        intercept=np.array(res.X[-1], dtype=np.float64),
+        groups=groups,
+        n_iter=int(res.n_iter),
+        converged=bool(res.converged),
+        objective=float(res.objective),
+        constraint_violation=float(res.constraint_violation),
+        fit_time=float(res.fit_time),
+        rel_gap=float(res.rel_gap),
+        stopping=params.stopping,
+        trace=res.trace if params.trace else None,
+    )
+
+
+def decision_scores(X, coef, intercept, *, block_rows=256):
+    """Class scores ``X @ coef.T + intercept`` in float64.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+        float64 input is used as is; a dense array of another dtype (e.g. a
+        float32 memory map of stored features) is converted ``block_rows`` rows
+        at a time, so no float64 copy of the whole matrix is made.
+    coef : ndarray of shape (n_classes, n_features)
+    intercept : ndarray of shape (n_classes,)
+    block_rows : int
+        Rows per converted block.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    W = coef.T
+    if issparse(X):
+        if X.dtype != np.float64:
+            X = X.astype(np.float64)
+        S = np.asarray(X @ W)
+    elif X.dtype == np.float64 or X.shape[0] <= block_rows:
+        S = np.asarray(np.asarray(X, dtype=np.float64) @ W)
+    else:
+        S = np.empty((X.shape[0], W.shape[1]))
+        for start in range(0, X.shape[0], block_rows):
+            stop = min(start + block_rows, X.shape[0])
+            np.matmul(np.asarray(X[start:stop], dtype=np.float64), W, out=S[start:stop])
+    S += intercept
+    return S
