@@ -7,6 +7,7 @@ take the ``mirror_dir`` fixture and are skipped, with the reason, when it is abs
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -37,3 +38,25 @@ def mirror_dir():
             "offline data mirror not found: set SPARSESVM_MIRROR or place it at ../shared/data"
         )
     return MIRROR
+
+
+def make_random_problem(seed=0, L=12, M=8, K=3):
+    """Small dense multiclass problem: Phi (L, M) standard normal (seeded), y = l mod K.
+
+    Returns
+    -------
+    Phi : ndarray (L, M)
+    y : ndarray of int (L,)
+        Balanced labels 0, 1, ..., K-1, 0, 1, ...
+    K : int
+    """
+    rng = np.random.default_rng(seed)
+    Phi = rng.standard_normal((L, M))
+    y = np.arange(L) % K
+    return Phi, y, K
+
+
+@pytest.fixture
+def random_problem():
+    """The factory :func:`make_random_problem` (``random_problem(seed, L=, M=, K=)``)."""
+    return make_random_problem

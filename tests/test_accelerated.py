@@ -11,21 +11,14 @@ PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]
 
 
-def _data(seed=1, L=12, M=8, K=3):
-    rng = np.random.default_rng(seed)
-    Phi = rng.standard_normal((L, M))
-    y = np.arange(L) % K
-    return Phi, y, K
-
-
 def _run(method, Phi, y, K, pen, grp, par, **kw):
     if method == "hinge-reg":
         return acc.hinge_reg(Phi, y, K, pen, grp, lam=par, **kw)
     return acc.hinge_con(Phi, y, K, pen, grp, eta=par, **kw)
 
 
-def _check_against_cvx(method, pen, grp, inner, seed=1):
-    Phi, y, K = _data(seed)
+def _check_against_cvx(problem, method, pen, grp, inner, seed=1, **shape):
+    Phi, y, K = problem(seed, **shape)
     L = len(y)
     par = 2.0 if method == "hinge-reg" else 0.3 * L
     kw = dict(lam=par) if method == "hinge-reg" else dict(eta=par)
@@ -48,20 +41,87 @@ def _check_against_cvx(method, pen, grp, inner, seed=1):
     assert r.dual_objective <= pstar * (1 + 1e-7)
 
 
-@pytest.mark.parametrize("pen,grp", [p for p in PENALTIES if p[0] in ("l1", "l1inf")])
+@pytest.mark.parametrize("pen,grp", [p for p in PENALTIES if p[0] != "l2"])
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
-def test_column_generation_reaches_cvx_optimum(method, pen, grp):
-    _check_against_cvx(method, pen, grp, "cg")
+def test_column_generation_reaches_cvx_optimum(random_problem, method, pen, grp):
+    _check_against_cvx(random_problem, method, pen, grp, "cg")
+
+
+@pytest.mark.parametrize("seed,M", [(1, 8), (3, 16), (5, 40)])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
+def test_dual_qp_reaches_cvx_optimum(random_problem, method, seed, M):
+    # M < L (12): regularised QP, then PDHG; M >= L: the QP alone
+    _check_against_cvx(random_problem, method, "l2", None, "qp", seed=seed, M=M)
+
+
+def test_dual_qp_with_fewer_features_than_samples(random_problem):
+    # rank-deficient Gram matrix: the regularised QP and PDHG still give the optimum
+    Phi, y, K = random_problem(8, L=30, M=5)
+    pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l2", None, lam=2.0)
+    r = acc.hinge_reg(Phi, y, K, "l2", lam=2.0, tol=1e-7, inner="qp")
+    assert r.converged and abs(r.objective - pstar) <= 1e-6 * pstar
+
+
+def test_auto_engine_per_penalty(random_problem):
+    Phi, y, K = random_problem(1, M=16)
+    expect = {("l1", None): "cg", ("l1inf", 3): "cg", ("l12", 3): "cg", ("l2", None): "qp"}
+    for (pen, grp), inner in expect.items():
+        r = acc.hinge_reg(Phi, y, K, pen, grp, lam=2.0, tol=1e-6)
+        assert r.converged and r.settings["inner"] == inner
+    # l12 with groups larger than L12_CG_MAX_GROUP: PDHG
+    Phi6, y6, K6 = random_problem(1, L=12, M=16, K=acc.L12_CG_MAX_GROUP + 1)
+    r = acc.hinge_reg(Phi6, y6, K6, "l12", "features", lam=2.0, tol=1e-3)
+    assert r.converged and r.settings["inner"] == "pdhg"
+    with pytest.raises(ValueError, match="norm penalty"):
+        acc.hinge_reg(Phi, y, K, "l2", lam=1.0, inner="cg")
+    with pytest.raises(ValueError, match="for penalty 'l2' only"):
+        acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="qp")
+
+
+def test_l2_without_qp_falls_back_to_pdhg(random_problem, monkeypatch):
+    Phi, y, K = random_problem(4, L=12, M=16)
+    L = len(y)
+    ref = acc.hinge_con(Phi, y, K, "l2", eta=0.3 * L, tol=1e-9)
+    assert ref.settings["inner"] == "qp" and ref.n_iter == 1 and ref.converged
+    # fewer features than samples: "auto" does not build the (singular) dual QP
+    Phi2, y2, _ = random_problem(4, L=15, M=9)
+    assert acc.hinge_reg(Phi2, y2, K, "l2", lam=1.0, tol=1e-3).settings["inner"] == "pdhg"
+    # HiGHS reports no optimum: PDHG continues from zero
+    monkeypatch.setattr(acc, "_l2_dual_qp", lambda *args, **kw: None)
+    r = acc.hinge_con(Phi, y, K, "l2", eta=0.3 * L, tol=1e-6, max_iter=300000)
+    assert r.converged and r.n_iter > 1
+    assert r.objective == pytest.approx(ref.objective, rel=2e-6)
+    # no incremental HiGHS: "auto" takes PDHG, "qp" is refused
+    monkeypatch.setattr(acc, "_highspy", None)
+    r = acc.hinge_reg(Phi, y, K, "l2", lam=2.0, tol=1e-6, max_iter=300000)
+    assert r.converged and r.settings["inner"] == "pdhg"
+    with pytest.raises(ValueError, match="HiGHS"):
+        acc.hinge_reg(Phi, y, K, "l2", lam=2.0, inner="qp")
+
+
+def test_dual_qp_point_is_the_kkt_pair(random_problem):
+    # W = -Phi^T G(Y) and biases minimising the hinge at W: the certificate closes
+    Phi, y, K = random_problem(6, L=18, M=25)
+    r = acc.hinge_reg(Phi, y, K, "l2", lam=0.7, tol=1e-9)
+    G = r.Y.copy()
+    G[np.arange(len(y)), y] -= r.Y.sum(axis=1)
+    assert np.allclose(r.X[:-1], -Phi.T @ G, atol=1e-8)
+    assert r.rel_gap <= 1e-9 and r.n_iter == 1
+    for d in (1e-3, -1e-3):  # moving one bias does not lower the objective
+        X = r.X.copy()
+        X[-1, 0] += d
+        obj = 0.5 * (X[:-1] ** 2).sum() + 0.7 * cr.hinge_loss_np(Phi, y, X)
+        assert obj >= r.objective - 1e-12
 
 
 @pytest.mark.parametrize("pen,grp", PENALTIES)
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
-def test_pdhg_reaches_cvx_optimum(method, pen, grp):
-    _check_against_cvx(method, pen, grp, "pdhg", seed=2)
+def test_pdhg_reaches_cvx_optimum(random_problem, method, pen, grp):
+    _check_against_cvx(random_problem, method, pen, grp, "pdhg", seed=2)
 
 
-def test_ingredients_each_reach_the_optimum():
-    Phi, y, K = _data(seed=4, L=10, M=6)
+def test_ingredients_each_reach_the_optimum(random_problem):
+    Phi, y, K = random_problem(seed=4, L=10, M=6)
     pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l12", 2, lam=1.5)
     for opts in (dict(restart="none", primal_weight=False, working_set=False),
                  dict(precondition="diag"), dict(reflection=0.0), dict(working_set=False)):
@@ -71,8 +131,8 @@ def test_ingredients_each_reach_the_optimum():
         assert r.objective == pytest.approx(pstar, rel=2e-6)
 
 
-def test_sparse_input_and_trace():
-    Phi, y, K = _data(seed=3, L=15, M=20)
+def test_sparse_input_and_trace(random_problem):
+    Phi, y, K = random_problem(seed=3, L=15, M=20)
     Phis = sp.csr_matrix(np.where(np.abs(Phi) > 0.8, Phi, 0.0))
     r1 = acc.hinge_reg(Phis, y, K, "l1", lam=1.0, tol=1e-8, trace=True)
     r2 = acc.hinge_reg(Phis.toarray(), y, K, "l1", lam=1.0, tol=1e-8)
@@ -86,8 +146,8 @@ def test_sparse_input_and_trace():
     assert acc.hinge_reg(Phis, y, K, "l1", lam=1.0).trace is None
 
 
-def test_certified_rel_gap_bounds_true_gap():
-    Phi, y, K = _data(seed=6, L=20, M=15)
+def test_certified_rel_gap_bounds_true_gap(random_problem):
+    Phi, y, K = random_problem(seed=6, L=20, M=15)
     pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l1inf", 5, lam=3.0)
     for tol in (1e-1, 1e-2, 1e-3):
         r = acc.hinge_reg(Phi, y, K, "l1inf", 5, lam=3.0, tol=tol, inner="pdhg")
@@ -95,8 +155,8 @@ def test_certified_rel_gap_bounds_true_gap():
         assert (r.objective - pstar) / pstar <= r.rel_gap + 1e-7
 
 
-def test_bad_input_raises():
-    Phi, y, K = _data()
+def test_bad_input_raises(random_problem):
+    Phi, y, K = random_problem(1)
     with pytest.raises(ValueError, match="lam"):
         acc.hinge_reg(Phi, y, K, "l1", lam=-1.0)
     with pytest.raises(ValueError, match="eta"):
@@ -115,8 +175,8 @@ def test_bad_input_raises():
         acc.hinge_reg([[1.0, 2.0]], [0], 2, "l1")
 
 
-def test_linprog_fallback_gives_the_same_optimum(monkeypatch):
-    Phi, y, K = _data(seed=8, L=15, M=12)
+def test_linprog_fallback_gives_the_same_optimum(random_problem, monkeypatch):
+    Phi, y, K = random_problem(seed=8, L=15, M=12)
     r1 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
     monkeypatch.setattr(acc, "_highspy", None)  # no incremental HiGHS: scipy.optimize.linprog
     r2 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
@@ -124,9 +184,9 @@ def test_linprog_fallback_gives_the_same_optimum(monkeypatch):
     assert r2.objective == pytest.approx(r1.objective, rel=1e-8)
 
 
-def test_sparsesvc_accelerated_matches_cvx():
+def test_sparsesvc_accelerated_matches_cvx(random_problem):
     est = pytest.importorskip("sparsesvm.estimators")
-    Phi, y, K = _data(seed=9, L=15, M=10)
+    Phi, y, K = random_problem(seed=9, L=15, M=10)
     L = len(y)
     for method, kw in (("hinge-reg", dict(lam=1 / 0.5)), ("hinge-con", dict(eta=0.5 * L))):
         pstar, _ = cr.solve(method, Phi, y, K, "l1", None, **kw)
@@ -144,13 +204,13 @@ def test_sparsesvc_accelerated_matches_cvx():
         est.SparseSVC(method="square", solver="accelerated", stopping="gap").fit(Phi, y)
 
 
-def test_elastic_slack_of_hinge_con_is_priced_out(monkeypatch):
+def test_elastic_slack_of_hinge_con_is_priced_out(random_problem, monkeypatch):
     # a tiny slack penalty forces the master to raise it (phase-1 logic)
     class SmallBig(acc._Master):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs, big=1e-2)
 
-    Phi, y, K = _data(seed=12, L=15, M=10)
+    Phi, y, K = random_problem(seed=12, L=15, M=10)
     ref = acc.hinge_con(Phi, y, K, "l1", eta=3.0, tol=1e-9)
     monkeypatch.setattr(acc, "_Master", SmallBig)
     r = acc.hinge_con(Phi, y, K, "l1", eta=3.0, tol=1e-9)

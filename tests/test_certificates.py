@@ -13,21 +13,17 @@ import scipy.sparse as sp
 import cvx_reference as cr
 from sparsesvm.certificates import (
     GroupGeometry,
+    certify,
     circulation_part,
     feasible_scaling,
     hinge_con_gap,
     hinge_reg_gap,
 )
+from sparsesvm.operator import MulticlassOperator
+from sparsesvm.penalties import make_penalty
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]
-
-
-def _data(seed=0, L=12, M=7, K=3):
-    rng = np.random.default_rng(seed)
-    Phi = rng.standard_normal((L, M))
-    y = np.arange(L) % K
-    return Phi, y, K
 
 
 def _blocks(M, s):
@@ -74,15 +70,16 @@ def cvx_dual(method, Phi, y, K, penalty, groups, lam=None, eta=None):
 
 
 def _gap(method, Phi, y, K, X, Y, pen, grp, par):
+    op = MulticlassOperator(Phi, y, K)
     if method == "hinge-reg":
-        return hinge_reg_gap(Phi, y, K, X, Y, pen, grp, lam=par)
-    return hinge_con_gap(Phi, y, K, X, Y, pen, grp, eta=par)
+        return hinge_reg_gap(op, X, Y, pen, grp, lam=par)
+    return hinge_con_gap(op, X, Y, pen, grp, eta=par)
 
 
 @pytest.mark.parametrize("pen,grp", PENALTIES)
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
-def test_gap_vanishes_at_optimum_and_bounds_random_points(method, pen, grp):
-    Phi, y, K = _data(seed=3)
+def test_gap_vanishes_at_optimum_and_bounds_random_points(random_problem, method, pen, grp):
+    Phi, y, K = random_problem(3, M=7)
     L = len(y)
     par = 2.0 if method == "hinge-reg" else 0.3 * L
     kw = dict(lam=par) if method == "hinge-reg" else dict(eta=par)
@@ -108,21 +105,21 @@ def test_gap_vanishes_at_optimum_and_bounds_random_points(method, pen, grp):
             assert (g.primal - pstar) / pstar <= g.rel_gap + 1e-6
 
 
-def test_gap_at_zero_dual_is_primal():
-    Phi, y, K = _data()
+def test_gap_at_zero_dual_is_primal(random_problem):
+    Phi, y, K = random_problem(0, M=7)
     X = np.zeros((Phi.shape[1] + 1, K))
-    g = hinge_reg_gap(Phi, y, K, X, np.zeros((len(y), K)), "l1", lam=0.5)
+    g = hinge_reg_gap(MulticlassOperator(Phi, y, K), X, np.zeros((len(y), K)), "l1", lam=0.5)
     assert g.primal == pytest.approx(0.5 * len(y))  # each hinge is 1 at X = 0
     assert g.dual == 0.0 and g.rel_gap == np.inf
 
 
-def test_sparse_input_gives_same_gap():
-    Phi, y, K = _data(seed=1)
+def test_sparse_input_gives_same_gap(random_problem):
+    Phi, y, K = random_problem(1, M=7)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((Phi.shape[1] + 1, K))
     Y = rng.random((len(y), K))
-    g1 = hinge_reg_gap(Phi, y, K, X, Y, "l1inf", 3, lam=1.0)
-    g2 = hinge_reg_gap(sp.csr_matrix(Phi), y, K, X, Y, "l1inf", 3, lam=1.0)
+    g1 = hinge_reg_gap(MulticlassOperator(Phi, y, K), X, Y, "l1inf", 3, lam=1.0)
+    g2 = hinge_reg_gap(MulticlassOperator(sp.csr_matrix(Phi), y, K), X, Y, "l1inf", 3, lam=1.0)
     assert g1.gap == pytest.approx(g2.gap, rel=1e-12)
 
 
@@ -194,18 +191,23 @@ def test_dual_norm_is_the_polar_of_the_penalty(pen, grp):
     assert geo.dual_norm(V - geo.prox(V, 1.0)) <= 1 + 1e-12
 
 
-def test_bad_input_raises():
-    Phi, y, K = _data()
+def test_bad_input_raises(random_problem):
+    Phi, y, K = random_problem(0, M=7)
+    op = MulticlassOperator(Phi, y, K)
     X = np.zeros((Phi.shape[1] + 1, K))
     Y = np.zeros((len(y), K))
     with pytest.raises(ValueError, match="lam"):
-        hinge_reg_gap(Phi, y, K, X, Y, "l1", lam=0.0)
+        hinge_reg_gap(op, X, Y, "l1", lam=0.0)
     with pytest.raises(ValueError, match="eta"):
-        hinge_con_gap(Phi, y, K, X, Y, "l1", eta=-1.0)
+        hinge_con_gap(op, X, Y, "l1", eta=-1.0)
     with pytest.raises(ValueError, match="X must have shape"):
-        hinge_reg_gap(Phi, y, K, X[:-1], Y, "l1", lam=1.0)
+        hinge_reg_gap(op, X[:-1], Y, "l1", lam=1.0)
     with pytest.raises(ValueError, match="Y must have shape"):
-        hinge_reg_gap(Phi, y, K, X, Y[:-1], "l1", lam=1.0)
+        hinge_reg_gap(op, X, Y[:-1], "l1", lam=1.0)
+    with pytest.raises(ValueError, match="MulticlassOperator"):
+        hinge_reg_gap(Phi, X, Y, "l1", lam=1.0)
+    with pytest.raises(ValueError, match="geometry"):
+        hinge_reg_gap(op, X, Y, GroupGeometry("l1", None, 5, K), lam=1.0)
     with pytest.raises(ValueError, match="group size"):
         GroupGeometry("l1inf", 0, 5, 3)
     with pytest.raises(ValueError, match="groups=None"):
@@ -214,22 +216,21 @@ def test_bad_input_raises():
         GroupGeometry("l0", None, 5, 3)
 
 
-def test_certify_with_package_operator_and_penalty():
-    operator = pytest.importorskip("sparsesvm.operator")
-    penalties = pytest.importorskip("sparsesvm.penalties")
-    from sparsesvm.certificates import certify
-
-    Phi, y, K = _data(seed=11)
+def test_certify_with_package_operator_and_penalty(random_problem):
+    Phi, y, K = random_problem(11, M=7)
     L, M = Phi.shape
-    op = operator.MulticlassOperator(Phi, y, K)
-    pen = penalties.make_penalty("l1inf", 3, M, K)
+    op = MulticlassOperator(Phi, y, K)
+    pen = make_penalty("l1inf", 3, M, K)
     rng = np.random.default_rng(1)
     X = rng.standard_normal((M + 1, K))
     Y = rng.random((L, K))
     g = certify("hinge-reg", op, pen, X, Y, lam=2.0)
-    assert g.gap == pytest.approx(hinge_reg_gap(Phi, y, K, X, Y, "l1inf", 3, lam=2.0).gap)
+    assert g.gap == pytest.approx(hinge_reg_gap(op, X, Y, "l1inf", 3, lam=2.0).gap)
     g = certify("hinge-lin", op, pen, X, Y, eta=0.5 * L)
-    assert g.gap == pytest.approx(hinge_con_gap(Phi, y, K, X, Y, "l1inf", 3, eta=0.5 * L).gap)
+    assert g.gap == pytest.approx(hinge_con_gap(op, X, Y, "l1inf", 3, eta=0.5 * L).gap)
+    # T X passed by a solver gives the same certificate
+    g2 = certify("hinge-lin", op, pen, X, Y, eta=0.5 * L, TX=op.T(X))
+    assert g2.gap == g.gap
     with pytest.raises(ValueError, match="method"):
         certify("square", op, pen, X, Y, lam=1.0)
     with pytest.raises(ValueError, match="needs eta"):

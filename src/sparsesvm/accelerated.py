@@ -5,19 +5,36 @@ solved to a *certified* accuracy: every stop is decided by the relative
 duality gap of the full problem (:mod:`sparsesvm.certificates`), so the
 result is the exact-hinge optimum to the stated tolerance.
 
-Two inner engines (option ``inner``):
+Three inner engines (option ``inner``; the default ``"auto"`` takes
+``"cg"`` for l1 and l1inf, and for l12 with groups of at most
+:data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge
+rows L(K-1), and ``"qp"`` for l2 when
+L(K-1) <= :data:`QP_MAX_VARS`, M >= L (then the Gram matrix generically has
+full rank) and HiGHS' incremental interface is there, ``"pdhg"`` otherwise):
 
-* ``"cg"`` (default for l1 and l1inf, which are LP-representable):
-  **column generation** over the signed group atoms (sign vectors on one
-  group, whose conic hull gives the l1 / l1inf penalty). The restricted
-  master LP (variables: atom weights, biases, hinge values; rows: the
-  L(K-1) hinge constraints) is solved exactly by HiGHS' simplex,
-  warm-started across rounds; pricing is the dual-norm check of the full
-  dual point T^T Y, which is also the certificate. This is the
-  "exact active-set / second-order" variant of the issue: it was the only
-  one that reached the targets (see benchmarks/bench_accelerated.py).
-* ``"pdhg"`` (used for l12 and l2, and selectable for all): first-order
-  primal-dual iterations with switchable ingredients:
+* ``"cg"``: **column generation** over group atoms whose conic hull gives
+  the penalty: sign vectors on one group for l1 and l1inf (finitely many:
+  the master is exact), unit l2 vectors on one group for l12 (the master
+  is then a polyhedral inner approximation of the l12 ball, refined by
+  each pricing round: measured, a certified 1e-9 gap in about 30 rounds
+  on leukemia with blocks of 5, but slower than PDHG for groups of 10 or
+  more entries, whose balls need many more directions, and for large
+  masters). The restricted master LP (variables: atom weights,
+  biases, hinge values; rows: the L(K-1) hinge constraints) is solved by
+  HiGHS' simplex, warm-started across rounds; pricing is the dual-norm
+  check of the full dual point T^T Y, which is also the certificate. This
+  is the "exact active-set / second-order" variant of the issue: it was
+  the only one that reached the targets (see benchmarks/bench_accelerated.py).
+* ``"qp"`` (l2 only): the **dual QP in sample space**: L(K-1) off-class
+  multipliers (plus the constraint's multiplier for hinge-con), Hessian
+  from the Gram matrix Phi Phi^T, solved by HiGHS' QP solver; the weights
+  are W = -Phi^T G, the biases minimise the hinge at those weights (an
+  LP). Solved with HiGHS' QP regularisation at 1e-12 when M >= L
+  (certified gaps of about 1e-10), else, or when that fails, at HiGHS'
+  default 1e-7; when the certified gap of the point misses ``tol``, PDHG
+  continues from it.
+* ``"pdhg"`` (selectable for all): first-order primal-dual iterations
+  with switchable ingredients:
 
   - **Halpern-restarted PDHG** with reflection (Lu & Yang 2024; restart
     criteria on the fixed-point residual as in PDLP, Applegate et al.
@@ -47,12 +64,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from .certificates import (
-    GroupGeometry,
-    hinge_con_gap,
-    hinge_reg_gap,
-    offset,
-)
+from .certificates import GroupGeometry, hinge_con_gap, hinge_reg_gap
+from .core import register_solver
+from .operator import MulticlassOperator
+from .projections import _project_simplex
 
 __all__ = ["AcceleratedResult", "hinge_reg", "hinge_con", "DEFAULTS"]
 
@@ -86,8 +101,23 @@ DEFAULTS = dict(
     working_set=True,
     reflection=1.0,
     check_every=64,
-    inner="cg",
+    inner="auto",
 )
+
+#: inner="auto" takes column generation for l12 when a group has at most
+#: L12_CG_MAX_GROUP entries and the master has at most L12_CG_MAX_ROWS = L(K-1) rows;
+#: measured (benchmarks/bench_accelerated.py --penalties l12, --l12-groups): much
+#: faster than PDHG with groups of 5 and 76 or 400 rows, slower with groups of 10
+#: or 20, and with groups of 5 but 3800 rows
+L12_CG_MAX_GROUP = 5
+L12_CG_MAX_ROWS = 1000
+
+#: largest number of dual variables L(K-1) for which inner="auto" takes the dual QP
+#: for l2 (it builds the dense (L(K-1))^2 Hessian: 32 MB at 2000)
+QP_MAX_VARS = 2000
+#: seconds HiGHS may spend on one dual QP (a safety net: it can stall when the
+#: Gram matrix is rank-deficient, which inner="auto" avoids by asking M >= L)
+QP_TIME_LIMIT = 30.0
 
 
 @dataclass
@@ -107,8 +137,9 @@ class AcceleratedResult:
     gap, rel_gap : float
         objective - dual_objective and gap / dual_objective.
     n_iter : int
-        PDHG iterations (all working sets together), or master-LP rounds of
-        the column generation (inner="cg").
+        PDHG iterations (all working sets together), master-LP rounds of
+        the column generation (inner="cg"), or the number of dual QP solves
+        (1 or 2, inner="qp") when a QP's point met the tolerance.
     converged : bool
         rel_gap <= tol was reached.
     time : float
@@ -141,18 +172,7 @@ class AcceleratedResult:
 
 
 # ---------------------------------------------------------------------------
-# projections used by the dual step
-def _proj_simplex_rows(V, rad):
-    """Row-wise projection of V (L, K) onto {u >= 0, sum u = rad}."""
-    L, K = V.shape
-    U = -np.sort(-V, axis=1)
-    css = np.cumsum(U, axis=1) - rad
-    j = np.arange(1, K + 1, dtype=float)
-    rho = np.maximum((U * j > css).sum(axis=1), 1)
-    theta = css[np.arange(L), rho - 1] / rho
-    return np.maximum(V - theta[:, None], 0.0)
-
-
+# dual step of hinge-con (hinge-reg's is projections._project_simplex)
 def _sublevel_dual_step(U, w, eta):
     """Dual step of hinge-con: returns D = max(U - t, 0) row-wise.
 
@@ -199,22 +219,32 @@ def _sublevel_dual_step(U, w, eta):
 
 # ---------------------------------------------------------------------------
 class _Problem:
-    """One (possibly restricted) exact-hinge problem and its PDHG machinery."""
+    """One (possibly restricted) exact-hinge problem and its PDHG machinery.
 
-    def __init__(self, Phi, y, K, geo, kind, par, precondition):
-        self.Phi, self.y, self.K, self.geo = Phi, y, K, geo
+    Parameters
+    ----------
+    op : MulticlassOperator
+        The operator T of the (restricted) problem, features (L, M).
+    geo : GroupGeometry
+        Geometry of the penalty on the M features of ``op``.
+    kind : {"reg", "con"}
+    par : float
+        lambda (reg) or eta (con).
+    precondition : {"none", "diag"}
+    """
+
+    def __init__(self, op, geo, kind, par, precondition):
+        self.op, self.geo = op, geo
         self.kind, self.par = kind, float(par)
-        self.L, self.M = Phi.shape
-        self.ar = np.arange(self.L)
-        self.R = offset(y, K)
-        self.PhiT = Phi.T.tocsr() if sp.issparse(Phi) else np.ascontiguousarray(Phi.T)
-        L, M = self.L, self.M
+        self.L, self.M, self.K = op.n_samples, op.n_features, op.n_classes
+        L, K, y = self.L, self.K, op.y_idx
         if precondition == "diag":
+            Phi = op.Phi
             absPhi = abs(Phi) if sp.issparse(Phi) else np.abs(Phi)
             # Pock-Chambolle (alpha=1) sums of |T|
             rowsum = 2.0 * (np.asarray(absPhi.sum(axis=1)).ravel() + 1.0)
             E = np.zeros((L, K))
-            E[self.ar, y] = 1.0
+            E[np.arange(L), y] = 1.0
             colW = np.asarray(absPhi.T @ (1.0 - E)) + (K - 1) * np.asarray(absPhi.T @ E)
             colW = np.maximum(colW, 1e-12)
             colb = np.maximum((L - E.sum(axis=0)) + (K - 1) * E.sum(axis=0), 1e-12)
@@ -228,35 +258,18 @@ class _Problem:
             self.dy = np.ones(L)
         self.norm = self._precond_norm()
 
-    # operators on (W, b) / Y
-    def T(self, W, b):
-        S = self.Phi @ W
-        S = np.asarray(S) + b
-        return S - S[self.ar, self.y][:, None]
-
-    def Tt(self, Y):
-        G = Y.copy()
-        G[self.ar, self.y] -= Y.sum(axis=1)
-        return np.asarray(self.PhiT @ G), G.sum(axis=0)
-
-    def _dxW(self):
-        return self.geo.from_groups(np.broadcast_to(self.dx, self.geo.shape))
-
     def _precond_norm(self, n_iter=60, rtol=1e-4):
+        """||D_y^(1/2) T D_x^(1/2)|| by power iteration (times 1.01)."""
+        op = self.op
         rng = np.random.default_rng(0)
-        sx = np.sqrt(self._dxW())
-        sb = np.sqrt(self.db)
-        sy = np.sqrt(self.dy)[:, None]
-        W = rng.standard_normal((self.M, self.K))
-        b = rng.standard_normal(self.K)
+        dxW = self.geo.from_groups(np.broadcast_to(self.dx, self.geo.shape))
+        sx = np.sqrt(np.vstack([dxW, self.db[None, :]]))  # (M+1, K)
+        X = rng.standard_normal((self.M + 1, self.K))
         est = 0.0
         for _ in range(n_iter):
-            nrm = np.sqrt((W * W).sum() + b @ b)
-            W, b = W / nrm, b / nrm
-            Z = sy * self.T(sx * W, sb * b)
-            V, beta = self.Tt(sy * Z)
-            W, b = sx * V, sb * beta
-            new = np.sqrt(np.sqrt((W * W).sum() + b @ b))
+            X /= np.linalg.norm(X)
+            X = sx * op.T_adjoint(self.dy[:, None] * op.T(sx * X))
+            new = np.sqrt(np.linalg.norm(X))
             if abs(new - est) <= rtol * new:
                 est = new
                 break
@@ -266,25 +279,25 @@ class _Problem:
     def dual_step(self, Yhat, sig_rows):
         """prox of sigma f* at Yhat; sig_rows (L,) per-row step."""
         if self.kind == "reg":
-            return _proj_simplex_rows(Yhat + sig_rows[:, None] * self.R, self.par)
-        U = Yhat / sig_rows[:, None] + self.R
+            return _project_simplex(Yhat + sig_rows[:, None] * self.op.R, self.par)
+        U = Yhat / sig_rows[:, None] + self.op.R
         return sig_rows[:, None] * _sublevel_dual_step(U, 1.0 / sig_rows, self.par)
 
-    def certificate(self, W, b, Y, TX=None):
-        X = np.vstack([W, b[None, :]])
+    def certificate(self, X, Y, TX=None):
+        """Certified gap (GapResult) of this problem at (X (M+1, K), Y (L, K))."""
         if self.kind == "reg":
-            return hinge_reg_gap(self.Phi, self.y, self.K, X, Y, self.geo, lam=self.par, TX=TX)
-        return hinge_con_gap(self.Phi, self.y, self.K, X, Y, self.geo, eta=self.par, TX=TX)
+            return hinge_reg_gap(self.op, X, Y, self.geo, lam=self.par, TX=TX)
+        return hinge_con_gap(self.op, X, Y, self.geo, eta=self.par, TX=TX)
 
 
-def _pdhg(prob, W, b, Y, omega, tol, max_iter, deadline, opts, on_check=None):
-    """Run (Halpern-restarted) PDHG on prob from (W, b, Y).
+def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None):
+    """Run (Halpern-restarted) PDHG on prob from (X (M+1, K), Y (L, K)).
 
-    Returns (W, b, Y, omega, n_iter, last GapResult or None, stop reason).
+    Returns (X, Y, omega, n_iter, last GapResult or None, stop reason).
     The certificate is evaluated every ``opts['check_every']`` iterations on
-    the PDHG output; ``on_check(W, b, Y, gapresult)`` may return True to stop.
+    the PDHG output; ``on_check(X, Y, gapresult)`` may return True to stop.
     """
-    geo = prob.geo
+    geo, op = prob.geo, prob.op
     s = 0.99 / prob.norm
     halpern = opts["restart"] == "halpern"
     rho = float(opts["reflection"]) if halpern else 0.0
@@ -294,34 +307,38 @@ def _pdhg(prob, W, b, Y, omega, tol, max_iter, deadline, opts, on_check=None):
     def steps(om):
         return (s / om) * prob.dx, (s / om) * prob.db, (s * om) * prob.dy
 
+    def primal_step(X, V):
+        Xn = np.empty_like(X)
+        Xn[:-1] = geo.prox(X[:-1] - geo.from_groups(tx * geo.to_groups(V[:-1])), tx)
+        Xn[-1] = X[-1] - tb * V[-1]
+        return Xn
+
     tx, tb, sy = steps(omega)
-    TX = prob.T(W, b)
-    W0, b0, Y0, TX0 = W.copy(), b.copy(), Y.copy(), TX.copy()
+    TX = op.T(X)
+    X0, Y0, TX0 = X.copy(), Y.copy(), TX.copy()
     k = 0
     r_start = r_prev = None
     total = 0
     last = None
     reason = "max_iter"
     while total < max_iter:
-        V, beta = prob.Tt(Y)
-        Wn = geo.prox(W - geo.from_groups(tx * geo.to_groups(V)), tx)
-        bn = b - tb * beta
-        TXn = prob.T(Wn, bn)
+        Xn = primal_step(X, op.T_adjoint(Y))
+        TXn = op.T(Xn)
         Yn = prob.dual_step(Y + sy[:, None] * (2.0 * TXn - TX), sy)
         total += 1
         k += 1
         if total % check_every == 0:
-            last = prob.certificate(Wn, bn, Yn, TX=TXn)
-            if last.rel_gap <= tol or (on_check is not None and on_check(Wn, bn, Yn, last)):
-                return Wn, bn, Yn, omega, total, last, "converged"
+            last = prob.certificate(Xn, Yn, TX=TXn)
+            if last.rel_gap <= tol or (on_check is not None and on_check(Xn, Yn, last)):
+                return Xn, Yn, omega, total, last, "converged"
             if deadline is not None and time.perf_counter() > deadline:
-                return Wn, bn, Yn, omega, total, last, "time"
+                return Xn, Yn, omega, total, last, "time"
         if not halpern:
-            W, b, Y, TX = Wn, bn, Yn, TXn
+            X, Y, TX = Xn, Yn, TXn
             continue
         # fixed-point residual in the PDHG metric
-        dW, db_, dY, dT = Wn - W, bn - b, Yn - Y, TXn - TX
-        r2 = ((geo.to_groups(dW) ** 2) / tx).sum() + (db_ ** 2 / tb).sum() \
+        dX, dY, dT = Xn - X, Yn - Y, TXn - TX
+        r2 = ((geo.to_groups(dX[:-1]) ** 2) / tx).sum() + (dX[-1] ** 2 / tb).sum() \
             + ((dY ** 2) / sy[:, None]).sum() - 2.0 * (dY * dT).sum()
         r = np.sqrt(max(r2, 0.0))
         if r_start is None:
@@ -331,24 +348,23 @@ def _pdhg(prob, W, b, Y, omega, tol, max_iter, deadline, opts, on_check=None):
         r_prev = r
         if restart:
             if pw:
-                dx = np.sqrt(((Wn - W0) ** 2).sum() + ((bn - b0) ** 2).sum())
-                dy = np.sqrt(((Yn - Y0) ** 2).sum())
+                dx = np.linalg.norm(Xn - X0)
+                dy = np.linalg.norm(Yn - Y0)
                 if dx > 1e-12 and dy > 1e-12:
                     omega = np.exp(0.5 * np.log(dy / dx) + 0.5 * np.log(omega))
                     tx, tb, sy = steps(omega)
-            W, b, Y, TX = Wn, bn, Yn, TXn
-            W0, b0, Y0, TX0 = W.copy(), b.copy(), Y.copy(), TX.copy()
+            X, Y, TX = Xn, Yn, TXn
+            X0, Y0, TX0 = X.copy(), Y.copy(), TX.copy()
             k = 0
             r_start = r_prev = None
             continue
         c1 = (k) / (k + 1.0)
         c0 = 1.0 / (k + 1.0)
-        W = c1 * ((1 + rho) * Wn - rho * W) + c0 * W0
-        b = c1 * ((1 + rho) * bn - rho * b) + c0 * b0
+        X = c1 * ((1 + rho) * Xn - rho * X) + c0 * X0
         Y = c1 * ((1 + rho) * Yn - rho * Y) + c0 * Y0
         TX = c1 * ((1 + rho) * TXn - rho * TX) + c0 * TX0
-    last = prob.certificate(Wn, bn, Yn, TX=TXn)
-    return Wn, bn, Yn, omega, total, last, reason
+    last = prob.certificate(Xn, Yn, TX=TXn)
+    return Xn, Yn, omega, total, last, reason
 
 
 # ---------------------------------------------------------------------------
@@ -368,44 +384,53 @@ def _unit_columns(geo, units):
     return units
 
 
-def _validate(Phi, y_idx, n_classes, tol, max_iter):
-    if sp.issparse(Phi):
-        Phi = Phi.tocsr().astype(float)
-    elif isinstance(Phi, np.ndarray) and Phi.ndim == 2:
-        Phi = np.ascontiguousarray(Phi, dtype=float)
-    else:
+def _operator(Phi, y_idx, n_classes):
+    """MulticlassOperator of (Phi, y_idx, n_classes); Phi must be an ndarray or sparse."""
+    if not (sp.issparse(Phi) or (isinstance(Phi, np.ndarray) and Phi.ndim == 2)):
         raise ValueError("Phi must be a 2-D ndarray or scipy sparse matrix (n_samples, n_features)")
-    L, M = Phi.shape
-    y = np.asarray(y_idx)
-    if y.shape != (L,) or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y_idx must be an int array of shape ({L},)")
-    K = int(n_classes)
-    if K < 2 or y.min() < 0 or y.max() >= K:
-        raise ValueError(f"y_idx must lie in 0..n_classes-1 with n_classes >= 2 (n_classes={K})")
+    return MulticlassOperator(Phi, y_idx, n_classes)
+
+
+def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, opts,
+           reference=None):
+    """Shared driver; ``problem`` is a MulticlassOperator or a tuple (Phi, y_idx, n_classes)."""
+    t_start = time.perf_counter()
+    op = problem if isinstance(problem, MulticlassOperator) else _operator(*problem)
     if not tol > 0:
         raise ValueError(f"tol must be > 0, got {tol}")
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter}")
-    return Phi, y.astype(np.intp), K
-
-
-def _solve(kind, Phi, y_idx, n_classes, penalty, groups, par, tol, max_iter, max_time,
-           trace, opts, reference=None):
-    t_start = time.perf_counter()
-    Phi, y, K = _validate(Phi, y_idx, n_classes, tol, max_iter)
+    Phi, y, K = op.Phi, op.y_idx, op.n_classes
     settings = dict(DEFAULTS)
     for key, val in opts.items():
         if key not in DEFAULTS:
             raise ValueError(f"unknown option {key!r}; known: {sorted(DEFAULTS)}")
         settings[key] = val
-    if settings["inner"] not in ("cg", "pdhg"):
-        raise ValueError(f"inner must be 'cg' or 'pdhg', got {settings['inner']!r}")
+    if settings["inner"] not in ("auto", "cg", "pdhg", "qp"):
+        raise ValueError(f"inner must be 'auto', 'cg', 'pdhg' or 'qp', got {settings['inner']!r}")
     if settings["restart"] not in ("halpern", "none"):
         raise ValueError(f"restart must be 'halpern' or 'none', got {settings['restart']!r}")
     if settings["precondition"] not in ("none", "diag"):
         raise ValueError(f"precondition must be 'none' or 'diag', got {settings['precondition']!r}")
     L, M = Phi.shape
     geo = GroupGeometry(penalty, groups, M, K)
+    inner = settings["inner"]
+    if inner == "auto":
+        if geo.name in ("l1", "l1inf"):
+            inner = "cg"
+        elif geo.name == "l12":  # polyhedral atoms approximate small groups' balls well
+            small = geo.shape[1] <= L12_CG_MAX_GROUP and L * (K - 1) <= L12_CG_MAX_ROWS
+            inner = "cg" if small else "pdhg"
+        else:  # the dual QP's Hessian has full rank (generically) when M >= L
+            inner = ("qp" if _highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
+                     else "pdhg")
+    if inner == "cg" and geo.name == "l2":
+        raise ValueError("inner='cg' needs a norm penalty (l1, l12, l1inf); for l2 use 'qp' or 'pdhg'")
+    if inner == "qp" and geo.name != "l2":
+        raise ValueError(f"inner='qp' is for penalty 'l2' only, got {geo.name!r}")
+    if inner == "qp" and _highspy is None:
+        raise ValueError("inner='qp' needs HiGHS' incremental interface (scipy >= 1.15 or highspy)")
+    settings["inner"] = inner
     deadline = None if max_time is None else t_start + float(max_time)
     rec = {"iteration": [], "time": [], "objective": [], "dual_objective": [], "rel_gap": [],
            "rel_change": []}
@@ -438,38 +463,54 @@ def _solve(kind, Phi, y_idx, n_classes, penalty, groups, par, tol, max_iter, max
                                        np.linalg.norm(Xc - reference) / np.linalg.norm(reference))
             spent[0] += time.perf_counter() - t0
 
-    W = np.zeros((M, K))
-    b = np.zeros(K)
-    Y = np.zeros((L, K))
-    R = offset(y, K)
-    # initial dual guess (for the working set and the primal weight)
-    a0 = R.copy()
-    if kind == "reg":
-        a0 *= par / (K - 1)
-    G0 = a0.copy()
-    G0[np.arange(L), y] = -a0.sum(axis=1)
-    V0 = np.asarray(Phi.T @ G0)
-    if settings["inner"] == "cg" and geo.name in ("l1", "l1inf"):
-        def rec_cg(gr, rnd, Xc):
-            n_done[0] = rnd
-            record(gr, True, Xc)
-
-        W, b, Y, best, n_lp, converged = _column_generation(
-            Phi, y, K, geo, kind, par, tol, int(max_iter), deadline, rec_cg)
-        X = np.vstack([W, b[None, :]])
+    def result(X, Y, best, n_iter, converged):
         if kind == "con" and best.theta is not None and np.isfinite(best.theta):
-            X = best.theta * X
+            X = best.theta * X  # the certified feasible point
         elapsed = time.perf_counter() - t_start - spent[0]
         tr = {k: np.asarray(v, dtype=float) for k, v in rec.items()} if trace else None
         if tr is not None:
             tr["iteration"] = tr["iteration"].astype(int)
         return AcceleratedResult(X, Y, float(best.primal), float(best.dual), float(best.gap),
-                                 float(best.rel_gap), int(n_lp), converged, elapsed, 0.0, tr,
+                                 float(best.rel_gap), int(n_iter), converged, elapsed, 0.0, tr,
                                  settings)
+
+    if inner == "cg":
+        def rec_cg(gr, rnd, Xc):
+            n_done[0] = rnd
+            record(gr, True, Xc)
+
+        X, Y, best, n_lp, converged = _column_generation(
+            op, geo, kind, par, tol, int(max_iter), deadline, rec_cg)
+        return result(X, Y, best, n_lp, converged)
+    X = np.zeros((M + 1, K))
+    Y = np.zeros((L, K))
+    if inner == "qp":
+        # nearly unregularised first (exact when the Gram matrix has full rank; it can
+        # stall when it has not: skipped for M < L), then HiGHS' default regularisation
+        # (robust, ~1e-6 accurate); PDHG finishes if needed
+        for reg_value in ((1e-12, 1e-7) if M >= L else (1e-7,)):
+            left = QP_TIME_LIMIT if deadline is None else deadline - time.perf_counter()
+            Yq = _l2_dual_qp(op, kind, par, reg_value, min(left, QP_TIME_LIMIT))
+            if Yq is None:
+                continue
+            W = -op.T_adjoint(Yq)[:-1]
+            Xq = np.vstack([W, _best_biases(op, W)[None, :]])
+            gq = (hinge_reg_gap(op, Xq, Yq, geo, lam=par) if kind == "reg"
+                  else hinge_con_gap(op, Xq, Yq, geo, eta=par))
+            n_done[0] += 1
+            record(gq, True, Xq.copy())
+            if gq.rel_gap <= tol:
+                return result(Xq, Yq, gq, n_done[0], True)
+            X, Y = Xq, Yq
+            if np.isfinite(gq.rel_gap):
+                break
+        # HiGHS failed or its tolerances were not enough: PDHG from the QP's point
     use_ws = bool(settings["working_set"]) and geo.name != "l2"
     n_units = geo.nb if geo.layout == "blocks" else M
     if use_ws:
-        scores = _unit_scores(geo, V0)
+        # initial working set from a dual guess: a = r (times lambda / (K - 1) for hinge-reg)
+        a0 = op.R * (par / (K - 1) if kind == "reg" else 1.0)
+        scores = _unit_scores(geo, op.T_adjoint(a0)[:-1])
         n0 = int(min(n_units, max(8, L // 4)))
         units = np.sort(np.argsort(-scores)[:n0])
     else:
@@ -481,51 +522,46 @@ def _solve(kind, Phi, y_idx, n_classes, penalty, groups, par, tol, max_iter, max
     while True:
         cols = _unit_columns(geo, units)
         full = len(cols) == M
-        Phi_s = Phi if full else Phi[:, cols]
+        rows = np.append(cols, M)  # restricted weights and the biases
+        op_s = op if full else MulticlassOperator(Phi[:, cols], y, K)
         geo_s = geo if full else GroupGeometry(penalty, groups, len(cols), K)
-        prob = _Problem(Phi_s, y, K, geo_s, kind, par, settings["precondition"])
+        prob = _Problem(op_s, geo_s, kind, par, settings["precondition"])
         if omega is None:
             # dual scale / primal scale at the first guess
             ydual = par if kind == "reg" else 1.0
             omega = ydual * prob.norm
         inner_tol = tol if full else max(0.5 * tol, 0.3 * (best.rel_gap if best is not None else 1.0))
 
-        def on_check(Wc, bc, Yc, gr):
+        def on_check(Xs, Yc, gr):
             n_done[0] = total
             if trace:
                 Xc = np.zeros((M + 1, K))
-                Xc[cols] = Wc
-                Xc[-1] = bc
+                Xc[rows] = Xs
                 record(gr, full, Xc)
             return False
 
-        Ws, bs, Ys, omega, nit, gr, reason = _pdhg(
-            prob, W[cols], b, Y, omega, inner_tol, max_iter - total, deadline, settings, on_check)
+        Xs, Y, omega, nit, gr, reason = _pdhg(
+            prob, X[rows], Y, omega, inner_tol, max_iter - total, deadline, settings, on_check)
         total += nit
         n_done[0] = total
-        W = np.zeros((M, K))
-        W[cols] = Ws
-        b, Y = bs, Ys
+        X = np.zeros((M + 1, K))
+        X[rows] = Xs
         if full:
             best = gr
-        else:
-            X = np.vstack([W, b[None, :]])
-            TX = prob.T(Ws, bs)
+        else:  # the full problem's gap (T X is the restricted one's: X is 0 off the set)
+            TX = op_s.T(Xs)
             if kind == "reg":
-                best = hinge_reg_gap(Phi, y, K, X, Y, geo, lam=par, TX=TX)
+                best = hinge_reg_gap(op, X, Y, geo, lam=par, TX=TX)
             else:
-                best = hinge_con_gap(Phi, y, K, X, Y, geo, eta=par, TX=TX)
-        record(best, True, np.vstack([W, b[None, :]]) if trace else None)
+                best = hinge_con_gap(op, X, Y, geo, eta=par, TX=TX)
+        record(best, True, X.copy() if trace else None)
         if best.rel_gap <= tol:
             converged = True
             break
         if total >= max_iter or reason == "time" or full:
             break
         # add the groups that the dual point violates
-        Gc = Y.copy()
-        Gc[np.arange(L), y] -= Y.sum(axis=1)
-        V = np.asarray(Phi.T @ Gc)
-        sc = _unit_scores(geo, V)
+        sc = _unit_scores(geo, op.T_adjoint(Y)[:-1])
         inside = np.zeros(n_units, dtype=bool)
         inside[units] = True
         ref = sc[inside].max() if geo.name != "l2" else 0.0
@@ -535,21 +571,8 @@ def _solve(kind, Phi, y_idx, n_classes, penalty, groups, par, tol, max_iter, max
             cand = np.flatnonzero(~inside)
         add = cand[np.argsort(-sc[cand])[:n_add]]
         units = np.sort(np.concatenate([units, add]))
-    # returned point
-    X = np.vstack([W, b[None, :]])
-    viol = 0.0
-    if kind == "con":
-        theta = best.theta
-        if theta is not None and np.isfinite(theta):
-            X = theta * X
-    elapsed = time.perf_counter() - t_start - spent[0]
-    tr = {k: np.asarray(v, dtype=float) for k, v in rec.items()} if trace else None
-    if tr is not None:
-        tr["iteration"] = tr["iteration"].astype(int)
     settings["working_set"] = use_ws
-    return AcceleratedResult(X, Y, float(best.primal), float(best.dual), float(best.gap),
-                             float(best.rel_gap), int(total), converged, elapsed, viol, tr,
-                             settings)
+    return result(X, Y, best, total, converged)
 
 
 def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-4,
@@ -580,8 +603,9 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
     reference : ndarray (M+1, K), optional
         With ``trace``, also record ``rel_dist`` = ||X_i - ref|| / ||ref||.
     **options
-        Override :data:`DEFAULTS`: inner ("cg": column generation with an
-        exact LP master, l1 and l1inf only; "pdhg"), restart
+        Override :data:`DEFAULTS`: inner ("auto"; "cg": column generation
+        with an LP master, l1, l12 and l1inf; "qp": dual QP, l2 only;
+        "pdhg"; see the module docstring), restart
         ("halpern"|"none"), primal_weight (bool), precondition
         ("none"|"diag"), working_set (bool), reflection (float in [0, 1]),
         check_every (int).
@@ -592,7 +616,7 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
     """
     if not lam > 0:
         raise ValueError(f"lam must be > 0, got {lam}")
-    return _solve("reg", Phi, y_idx, n_classes, penalty, groups, lam, tol, max_iter,
+    return _solve("reg", (Phi, y_idx, n_classes), penalty, groups, lam, tol, max_iter,
                   max_time, trace, options, reference)
 
 
@@ -609,7 +633,7 @@ def hinge_con(Phi, y_idx, n_classes, penalty="l1", groups=None, eta=1.0, tol=1e-
     """
     if not eta > 0:
         raise ValueError(f"eta must be > 0, got {eta}")
-    return _solve("con", Phi, y_idx, n_classes, penalty, groups, eta, tol, max_iter,
+    return _solve("con", (Phi, y_idx, n_classes), penalty, groups, eta, tol, max_iter,
                   max_time, trace, options, reference)
 
 
@@ -743,16 +767,21 @@ class _Master:
         return x[self.nbase:], x[:K].copy(), np.maximum(mult, 0.0), slack
 
 
-def _column_generation(Phi, y, K, geo, kind, par, tol, max_rounds, deadline, record):
-    """Exact solve of hinge-reg / hinge-con for l1 and l1inf by column generation.
+def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
+    """Solve hinge-reg / hinge-con for l1, l1inf and l12 by column generation.
 
-    The penalty is the atomic norm of the signed group atoms (sign vectors
-    on one group); the restricted master LP over the generated atoms is
-    solved exactly (HiGHS simplex, warm-started); pricing uses the full dual
-    V = T^T Y: the best atom of group g is -sign(V_g) with reduced cost
-    1 - ||V_g||_1 (the dual-norm check). Stops when the certified gap of the
-    full problem is <= tol.
+    The penalty is the atomic norm of group atoms: sign vectors on one group
+    for l1 / l1inf, unit l2 vectors on one group for l12. The restricted
+    master LP over the generated atoms is solved exactly (HiGHS simplex,
+    warm-started); pricing uses the full dual V = T^T Y: the best atom of
+    group g is -sign(V_g) (l1, l1inf) or -V_g / ||V_g||_2 (l12), with reduced
+    cost 1 - (dual norm of V_g). Stops when the certified gap of the full
+    problem is <= tol (for l12 the master only approximates the ball from
+    inside, so the gap closes in the limit, not in finitely many rounds).
+
+    Returns (X (M+1, K), Y (L, K), last GapResult, rounds, converged).
     """
+    Phi, y, K = op.Phi, op.y_idx, op.n_classes
     L, M = Phi.shape
     ar = np.arange(L)
     ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
@@ -760,8 +789,7 @@ def _column_generation(Phi, y, K, geo, kind, par, tol, max_rounds, deadline, rec
     keys = set()
     master = _Master(L, K, y, ll, kk, kind, par)
     best = None
-    W = np.zeros((M, K))
-    b = np.zeros(K)
+    X = np.zeros((M + 1, K))
     Y = np.zeros((L, K))
     rnd = 0
     for rnd in range(max_rounds):
@@ -771,29 +799,23 @@ def _column_generation(Phi, y, K, geo, kind, par, tol, max_rounds, deadline, rec
             if cv != 0.0:
                 i1, i2 = divmod(gid, geo.shape[2])
                 A[i1, slots, i2] += cv * sig
-        W = geo.from_groups(A).copy()
+        X = np.vstack([geo.from_groups(A), b[None, :]])
         a = np.zeros((L, K))
         a[ll, kk] = mult[:master.nh]
         cap = par if kind == "reg" else max(float(mult[-1]), float(a.sum(axis=1).max()))
         Y = a.copy()
         Y[ar, y] = np.maximum(cap - a.sum(axis=1), 0.0)
-        X = np.vstack([W, b[None, :]])
-        nz = np.flatnonzero(np.abs(W).sum(axis=1))
-        S = (np.asarray(Phi[:, nz] @ W[nz]) if len(nz) else np.zeros((L, K))) + b
-        TX = S - S[ar, y][:, None]
         if kind == "reg":
-            best = hinge_reg_gap(Phi, y, K, X, Y, geo, lam=par, TX=TX)
+            best = hinge_reg_gap(op, X, Y, geo, lam=par)
         else:
-            best = hinge_con_gap(Phi, y, K, X, Y, geo, eta=par, TX=TX)
+            best = hinge_con_gap(op, X, Y, geo, eta=par)
         record(best, rnd, X)
         if best.rel_gap <= tol:
-            return W, b, Y, best, rnd + 1, True
+            return X, Y, best, rnd + 1, True
         if deadline is not None and time.perf_counter() > deadline:
             break
-        # pricing
-        G = a.copy()
-        G[ar, y] = -a.sum(axis=1)
-        V = np.asarray(Phi.T @ G)
+        # pricing (T^T a = T^T Y: the true-class entry of a row of Y drops out of T^T)
+        V = op.T_adjoint(a)[:-1]
         gdn = geo.group_dual_norms(V).ravel()
         order = np.argsort(-gdn)
         n_add = max(8, len(atoms))
@@ -804,7 +826,9 @@ def _column_generation(Phi, y, K, geo, kind, par, tol, max_rounds, deadline, rec
                 break
             i1, i2 = divmod(int(gid), geo.shape[2])
             js, ks, slots = _atom_entries(geo, gid)
-            sig = -np.sign(Vg[i1, slots, i2])
+            v = Vg[i1, slots, i2]
+            # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G
+            sig = -v / np.sqrt(v @ v) if geo.name == "l12" else -np.sign(v)
             key = (int(gid), sig.tobytes())
             if key in keys:
                 continue
@@ -821,7 +845,144 @@ def _column_generation(Phi, y, K, geo, kind, par, tol, max_rounds, deadline, rec
                 continue
             break
         master.add(new)
-    return W, b, Y, best, rnd + 1, False
+    return X, Y, best, rnd + 1, False
+
+
+# ---------------------------------------------------------------------------
+# l2: the dual QP in sample space, solved exactly by HiGHS' QP solver
+def _gram(Phi):
+    """Phi Phi^T as a dense (L, L) array."""
+    G = Phi @ Phi.T
+    return G.toarray() if sp.issparse(G) else np.asarray(G)
+
+
+def _l2_dual_qp(op, kind, par, regularization=1e-12, time_limit=None):
+    """Dual of hinge-reg / hinge-con with g = ||W||_F^2 / 2, as a dense QP.
+
+    Variables a[l, k] >= 0 for k != z_l (n = L(K-1) of them), and nu >= 0
+    for hinge-con::
+
+        min  1/2 a^T H a - sum(a) [+ eta * nu]
+        s.t. sum_k a[l, k] <= lambda    (hinge-reg)  or  sum_k a[l, k] - nu <= 0
+             sum_l G[l, c] = 0 for c = 0..K-2 (biases free; row K-1 is implied)
+
+    with G = a off the true class, G[l, z_l] = -sum_k a[l, k] (G = B a) and
+    H = B^T (I_K (x) Phi Phi^T) B, i.e.
+    H[(l, k), (m, q)] = (Phi Phi^T)[l, m] ([k = q] - [k = z_m] - [z_l = q] + [z_l = z_m]).
+    The primal weights are W = -Phi^T G (the gradient of g* at -T^T Y).
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+    kind : {"reg", "con"}
+    par : float
+        lambda or eta.
+    regularization : float
+        HiGHS' ``qp_regularization_value`` (its default, 1e-7, costs about
+        1e-7 to 1e-5 of relative accuracy here; 1e-12 gives ~1e-10 gaps when
+        the Gram matrix has full rank, but can fail when it does not).
+    time_limit : float, optional
+        Seconds HiGHS may spend.
+
+    Returns
+    -------
+    ndarray (L, K) or None
+        Y with the off-class entries a and Y[l, z_l] = cap - sum_k a[l, k]
+        (cap = lambda, or nu), or None when HiGHS does not report an optimum.
+    """
+    L, K, y = op.n_samples, op.n_classes, op.y_idx
+    ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
+    n = len(ll)
+    zl = y[ll]
+    C = (kk[:, None] == kk[None, :]).astype(float) - (kk[:, None] == zl[None, :]) \
+        - (zl[:, None] == kk[None, :]) + (zl[:, None] == zl[None, :])
+    H = _gram(op.Phi)[np.ix_(ll, ll)] * C
+    # HiGHS' tolerances are absolute: solve for u = a / s with s H of unit diagonal
+    # (objective divided by s: 1/2 u^T (s H) u - sum(u) [+ eta nu / s])
+    dmax = float(np.max(np.diag(H))) if n else 0.0
+    s = 1.0 / dmax if dmax > 0 else 1.0
+    H = s * H
+    con = kind == "con"
+    nv = n + (1 if con else 0)
+    inf = _highspy.kHighsInf
+    h = _HighsClass()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    for opt in ("primal_feasibility_tolerance", "dual_feasibility_tolerance",
+                "optimality_tolerance"):
+        h.setOptionValue(opt, 1e-10)
+    h.setOptionValue("qp_regularization_value", float(regularization))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
+    cost = np.concatenate([-np.ones(n), [par] if con else []])
+    h.addCols(nv, cost, np.zeros(nv), np.full(nv, inf), 0, np.zeros(nv, dtype=np.int32),
+              np.zeros(0, dtype=np.int32), np.zeros(0))
+    # rows: L row sums, then K-1 bias balances
+    A_rows = [ll]
+    A_cols = [np.arange(n)]
+    A_vals = [np.ones(n)]
+    if con:
+        A_rows.append(np.arange(L))
+        A_cols.append(np.full(L, n))
+        A_vals.append(-np.ones(L))
+    for c in range(K - 1):  # sum_l G[l, c] = sum_{k = c} a - sum_{z_l = c} a
+        sel = (kk == c).astype(float) - (zl == c)
+        nz = np.flatnonzero(sel)
+        A_rows.append(np.full(len(nz), L + c))
+        A_cols.append(nz)
+        A_vals.append(sel[nz])
+    A = sp.csr_matrix((np.concatenate(A_vals), (np.concatenate(A_rows), np.concatenate(A_cols))),
+                      shape=(L + K - 1, nv))
+    lo = np.concatenate([np.full(L, -inf), np.zeros(K - 1)])
+    up = np.concatenate([np.full(L, 0.0 if con else par / s), np.zeros(K - 1)])
+    h.addRows(L + K - 1, lo, up, A.nnz, A.indptr[:-1].astype(np.int32),
+              A.indices.astype(np.int32), A.data.astype(float))
+    Hl = sp.csc_matrix(np.tril(H))
+    if con:
+        Hl = sp.csc_matrix((Hl.data, Hl.indices, np.append(Hl.indptr, Hl.indptr[-1])),
+                           shape=(nv, nv))
+    Hl.sort_indices()
+    h.passHessian(nv, Hl.nnz, _highspy.HessianFormat.kTriangular, Hl.indptr.astype(np.int32),
+                  Hl.indices.astype(np.int32), Hl.data.astype(float))
+    h.run()
+    if h.getModelStatus() != _highspy.HighsModelStatus.kOptimal:
+        return None
+    x = s * np.maximum(np.asarray(h.getSolution().col_value), 0.0)
+    a = np.zeros((L, K))
+    a[ll, kk] = x[:n]
+    cap = max(float(x[n]), float(a.sum(axis=1).max())) if con else par
+    Y = a
+    Y[np.arange(L), y] = np.maximum(cap - a.sum(axis=1), 0.0)
+    return Y
+
+
+def _best_biases(op, W):
+    """Biases b minimising the hinge loss sum_l h_l at fixed weights W (an LP; sum b = 0).
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+    W : ndarray (M, K)
+
+    Returns
+    -------
+    ndarray (K,)
+    """
+    L, K, y = op.n_samples, op.n_classes, op.y_idx
+    S = np.asarray(op.Phi @ W)
+    ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
+    nh = len(ll)
+    # b_k - b_{z_l} - xi_l <= -(S[l, k] - S[l, z_l] + 1)
+    A = sp.csr_matrix((np.concatenate([np.ones(nh), -np.ones(nh), -np.ones(nh)]),
+                       (np.tile(np.arange(nh), 3), np.concatenate([kk, y[ll], K + ll]))),
+                      shape=(nh, K + L))
+    rhs = -(S[ll, kk] - S[ll, y[ll]] + 1.0)
+    c = np.concatenate([np.zeros(K), np.ones(L)])
+    res = linprog(c, A_ub=A, b_ub=rhs, A_eq=np.concatenate([np.ones(K), np.zeros(L)])[None, :],
+                  b_eq=[0.0], bounds=[(None, None)] * K + [(0, None)] * L, method="highs")
+    if res.status != 0 or res.x is None:
+        return np.zeros(K)
+    return res.x[:K]
 
 
 # ---------------------------------------------------------------------------
@@ -834,26 +995,19 @@ def _estimator_adapter(method):
 
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
-        Phi, y, K = op.Phi, op.y_idx, op.n_classes
         if method == "hinge-reg":
-            r = hinge_reg(Phi, y, K, penalty.name, penalty.groups, lam=1.0 / alpha, tol=tol,
-                          max_iter=max_iter, trace=bool(trace), reference=reference)
+            kind, par = "reg", 1.0 / alpha
         else:
-            r = hinge_con(Phi, y, K, penalty.name, penalty.groups, eta=alpha * op.n_samples,
-                          tol=tol, max_iter=max_iter, trace=bool(trace), reference=reference)
+            kind, par = "con", alpha * op.n_samples
+        if not par > 0:
+            raise ValueError(f"alpha must be > 0, got {alpha}")
+        r = _solve(kind, op, penalty.name, penalty.groups, par, tol, max_iter, None,
+                   bool(trace), {}, reference)
         return SolverResult(r.X, r.n_iter, r.converged, r.objective, r.constraint_violation,
                             r.time, r.trace, rel_gap=float(r.rel_gap))
 
     return run
 
 
-def _register():
-    try:
-        from .estimators import register_solver
-    except ImportError:  # pragma: no cover - estimators not importable
-        return
-    register_solver("accelerated", {m: _estimator_adapter(m) for m in ("hinge-reg", "hinge-con")},
-                    ("gap",))
-
-
-_register()
+register_solver("accelerated", {m: _estimator_adapter(m) for m in ("hinge-reg", "hinge-con")},
+                ("gap",))

@@ -37,12 +37,17 @@ primal value theta^p g(W) (p = 1 for norms, 2 for l2) is then an upper
 bound on the optimum. Hence ``gap = P - D >= P(X) - P*`` and
 ``rel_gap = gap / D >= (P(X) - P*) / P*`` whenever D > 0: both are
 certified bounds on the suboptimality of the returned primal point.
+
+The gap functions take the problem as a
+:class:`~sparsesvm.operator.MulticlassOperator` (``op.T``, ``op.T_adjoint``,
+``op.R``), the same object the solvers iterate with.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+
+from .operator import MulticlassOperator
 
 __all__ = [
     "GroupGeometry",
@@ -196,38 +201,9 @@ def project_l1_ball_axis1(A, radius):
 
 
 # ---------------------------------------------------------------------------
-# operator helpers (Phi dense (L, M) or CSR)
-def scores(Phi, W, b):
-    """S = Phi W + 1 b^T, shape (L, K)."""
-    return np.asarray(Phi @ W) + b[None, :]
-
-
-def apply_T(Phi, y, W, b):
-    """(T X)[l, k] = S[l, k] - S[l, z_l], shape (L, K)."""
-    S = scores(Phi, W, b)
-    return S - S[np.arange(S.shape[0]), y][:, None]
-
-
-def apply_T_adjoint(Phi, y, Y):
-    """T^T Y = (Phi^T G, 1^T G) with G = Y, G[l, z_l] -= sum_k Y[l, k].
-
-    Returns (V (M, K), beta (K,)).
-    """
-    G = np.array(Y, dtype=float, copy=True)
-    G[np.arange(G.shape[0]), y] -= Y.sum(axis=1)
-    return np.asarray(Phi.T @ G), G.sum(axis=0)
-
-
 def hinge_losses(TX, R):
     """h_l((T X)_l) = max_k (TX + R)[l, k], shape (L,)."""
     return (TX + R).max(axis=1)
-
-
-def offset(y, n_classes):
-    """r (L, K): 1 off the true class, 0 on it."""
-    R = np.ones((len(y), n_classes))
-    R[np.arange(len(y)), y] = 0.0
-    return R
 
 
 # ---------------------------------------------------------------------------
@@ -309,13 +285,6 @@ def _balanced_offclass(Y, y, K, cap=None):
     return a * ratio[y]
 
 
-def _dual_G(a, y):
-    """G with a's off-class entries and G[l, z_l] = -sum_k a[l, k]."""
-    G = a.copy()
-    G[np.arange(a.shape[0]), y] = -a.sum(axis=1)
-    return G
-
-
 @dataclass
 class GapResult:
     """Primal and dual bounds at an iterate.
@@ -354,47 +323,59 @@ def _rel(gap, dual):
     return 0.0 if gap <= 0 else np.inf
 
 
-def _check(Phi, y, n_classes, X, Y):
-    if not (isinstance(Phi, np.ndarray) or sp.issparse(Phi)) or Phi.ndim != 2:
-        raise ValueError("Phi must be a 2-D ndarray or scipy sparse matrix")
-    L, M = Phi.shape
-    y = np.asarray(y)
-    if y.shape != (L,) or y.min() < 0 or y.max() >= n_classes:
-        raise ValueError(f"y_idx must have shape ({L},) with values in 0..{n_classes - 1}")
+def _check(op, X, Y):
+    if not isinstance(op, MulticlassOperator):
+        raise ValueError(f"op must be a sparsesvm.operator.MulticlassOperator, got {type(op).__name__}")
+    L, M, K = op.n_samples, op.n_features, op.n_classes
     X = np.asarray(X, dtype=float)
-    if X.shape != (M + 1, n_classes):
-        raise ValueError(f"X must have shape ({M + 1}, {n_classes}), got {X.shape}")
+    if X.shape != (M + 1, K):
+        raise ValueError(f"X must have shape ({M + 1}, {K}), got {X.shape}")
     Y = np.asarray(Y, dtype=float)
-    if Y.shape != (L, n_classes):
-        raise ValueError(f"Y must have shape ({L}, {n_classes}), got {Y.shape}")
-    return y.astype(np.intp), X, Y
+    if Y.shape != (L, K):
+        raise ValueError(f"Y must have shape ({L}, {K}), got {Y.shape}")
+    return X, Y
 
 
 def _geometry(penalty, groups, M, K):
+    """GroupGeometry from a GroupGeometry, a penalty object (``name``, ``groups``) or a name."""
     if isinstance(penalty, GroupGeometry):
+        if (penalty.M, penalty.K) != (M, K):
+            raise ValueError(f"penalty geometry is for (M, K) = {(penalty.M, penalty.K)}, "
+                             f"the operator has {(M, K)}")
         return penalty
-    return GroupGeometry(penalty, groups, M, K)
+    if isinstance(penalty, str):
+        return GroupGeometry(penalty, groups, M, K)
+    return GroupGeometry(penalty.name, penalty.groups, M, K)
 
 
-def hinge_reg_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, lam=1.0, TX=None):
+def _dual_direction(op, a):
+    """Weight part V (M, K) of T^T a for an off-class dual point a (a[l, z_l] = 0).
+
+    T^T a = [Phi^T G; 1^T G] with G = a off-class and G[l, z_l] = -sum_k a[l, k];
+    the bias row 1^T G vanishes when the class-to-class flow of a circulates.
+    """
+    return op.T_adjoint(a)[:-1]
+
+
+def hinge_reg_gap(op, X, Y, penalty, groups=None, lam=1.0, TX=None):
     """Certified duality gap of hinge-reg at (X, Y).
 
     Parameters
     ----------
-    Phi : ndarray (L, M) or CSR
-    y_idx : int array (L,), classes 0..K-1
-    n_classes : int
-        K.
+    op : MulticlassOperator
+        The operator T of the problem (features Phi (L, M), labels, K classes).
     X : ndarray (M+1, K)
         Primal point (last row = biases).
     Y : ndarray (L, K)
         Any dual iterate (repaired internally to a feasible point).
-    penalty : str or GroupGeometry
+    penalty : str, GroupGeometry or Penalty
+        The regulariser (a penalty object is read through ``name`` and ``groups``).
     groups : None, int or "features"
+        With a penalty name only.
     lam : float
         lambda > 0.
     TX : ndarray (L, K), optional
-        T X if already known (saves a product with Phi).
+        ``op.T(X)`` if already known (saves a product with Phi).
 
     Returns
     -------
@@ -402,21 +383,19 @@ def hinge_reg_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, lam=1.0, TX
     """
     if not lam > 0:
         raise ValueError(f"lam must be > 0, got {lam}")
-    y, X, Y = _check(Phi, y_idx, n_classes, X, Y)
-    K = n_classes
-    geo = _geometry(penalty, groups, Phi.shape[1], K)
-    W, b = X[:-1], X[-1]
-    R = offset(y, K)
+    X, Y = _check(op, X, Y)
+    K, y, R = op.n_classes, op.y_idx, op.R
+    geo = _geometry(penalty, groups, op.n_features, K)
     if TX is None:
-        TX = apply_T(Phi, y, W, b)
+        TX = op.T(X)
     loss = float(hinge_losses(TX, R).sum())
-    primal = geo.value(W) + lam * loss
+    primal = geo.value(X[:-1]) + lam * loss
     a = _balanced_offclass(Y, y, K, cap=lam)
     A = float(a.sum())
     if A <= 0:
         dual = 0.0
     else:
-        V, _ = apply_T_adjoint(Phi, y, _dual_G(a, y))
+        V = _dual_direction(op, a)
         cmax = lam / float(a.sum(axis=1).max())
         if geo.name == "l2":
             Q = float(np.vdot(V, V))
@@ -464,7 +443,7 @@ def feasible_scaling(TX, R, eta):
     return theta if Z.max(axis=1).sum() <= eta * (1 + 1e-9) else None
 
 
-def hinge_con_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, eta=1.0, TX=None):
+def hinge_con_gap(op, X, Y, penalty, groups=None, eta=1.0, TX=None):
     """Certified duality gap of hinge-con at (X, Y).
 
     The primal bound is g at the feasible point theta * X (see
@@ -473,7 +452,7 @@ def hinge_con_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, eta=1.0, TX
 
     Parameters
     ----------
-    Phi, y_idx, n_classes, X, Y, penalty, groups : as :func:`hinge_reg_gap`
+    op, X, Y, penalty, groups : as :func:`hinge_reg_gap`
     eta : float
         Constraint level (> 0).
     TX : ndarray (L, K), optional
@@ -485,16 +464,14 @@ def hinge_con_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, eta=1.0, TX
     """
     if not eta > 0:
         raise ValueError(f"eta must be > 0, got {eta}")
-    y, X, Y = _check(Phi, y_idx, n_classes, X, Y)
-    K = n_classes
-    geo = _geometry(penalty, groups, Phi.shape[1], K)
-    W, b = X[:-1], X[-1]
-    R = offset(y, K)
+    X, Y = _check(op, X, Y)
+    K, y, R = op.n_classes, op.y_idx, op.R
+    geo = _geometry(penalty, groups, op.n_features, K)
     if TX is None:
-        TX = apply_T(Phi, y, W, b)
+        TX = op.T(X)
     loss = float(hinge_losses(TX, R).sum())
     theta = feasible_scaling(TX, R, eta)
-    gW = geo.value(W)
+    gW = geo.value(X[:-1])
     if theta is None:
         primal = np.inf
         theta = np.nan
@@ -506,7 +483,7 @@ def hinge_con_gap(Phi, y_idx, n_classes, X, Y, penalty, groups=None, eta=1.0, TX
     if A > 0:
         B = A - eta * float(a.sum(axis=1).max())
         if B > 0:
-            V, _ = apply_T_adjoint(Phi, y, _dual_G(a, y))
+            V = _dual_direction(op, a)
             if geo.name == "l2":
                 Q = float(np.vdot(V, V))
                 dual = np.inf if Q <= 0 else 0.5 * B * B / Q
@@ -529,9 +506,8 @@ def certify(method, op, penalty, X, Y, *, lam=None, eta=None, TX=None):
         hinge-lin has the optimum of hinge-con; its dual iterate (one
         multiplier per linear constraint (l, k)) is certified the same way.
     op : MulticlassOperator
-        Uses ``op.Phi``, ``op.y_idx``, ``op.n_classes``, ``op.n_features``.
     penalty : Penalty or GroupGeometry
-        Uses ``penalty.name`` and ``penalty.groups``.
+        A penalty object is read through ``name`` and ``groups``.
     X : ndarray (M+1, K)
     Y : ndarray (L, K)
         Dual iterate of the solver (repaired internally).
@@ -540,19 +516,18 @@ def certify(method, op, penalty, X, Y, *, lam=None, eta=None, TX=None):
     eta : float
         For hinge-con / hinge-lin.
     TX : ndarray (L, K), optional
+        ``op.T(X)`` if already known.
 
     Returns
     -------
     GapResult
     """
-    geo = penalty if isinstance(penalty, GroupGeometry) else \
-        GroupGeometry(penalty.name, penalty.groups, op.n_features, op.n_classes)
     if method == "hinge-reg":
         if lam is None:
             raise ValueError("certify: hinge-reg needs lam")
-        return hinge_reg_gap(op.Phi, op.y_idx, op.n_classes, X, Y, geo, lam=lam, TX=TX)
+        return hinge_reg_gap(op, X, Y, penalty, lam=lam, TX=TX)
     if method in ("hinge-con", "hinge-lin"):
         if eta is None:
             raise ValueError(f"certify: {method} needs eta")
-        return hinge_con_gap(op.Phi, op.y_idx, op.n_classes, X, Y, geo, eta=eta, TX=TX)
+        return hinge_con_gap(op, X, Y, penalty, eta=eta, TX=TX)
     raise ValueError(f"certify: method must be hinge-reg, hinge-con or hinge-lin, got {method!r}")
