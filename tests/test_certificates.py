@@ -26,10 +26,6 @@ PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]
 
 
-def _blocks(M, s):
-    return [np.arange(a, min(a + s, M)) for a in range(0, M, s)]
-
-
 def cvx_dual(method, Phi, y, K, penalty, groups, lam=None, eta=None):
     """Dual optimum and dual point Y (L, K) from the definition of the dual."""
     L, M = Phi.shape
@@ -50,7 +46,7 @@ def cvx_dual(method, Phi, y, K, penalty, groups, lam=None, eta=None):
             cons.append(cp.abs(V) <= 1)
         else:
             parts = ([V[j, :] for j in range(M)] if groups == "features"
-                     else [V[idx, k] for idx in _blocks(M, groups) for k in range(K)])
+                     else [V[idx, k] for idx in cr._blocks(M, groups) for k in range(K)])
             for p in parts:
                 cons.append(cp.norm(p, 2 if penalty == "l12" else 1) <= 1)
     if method == "hinge-reg":

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .operator import MulticlassOperator
+from .projections import _l1_ball_threshold
 
 __all__ = [
     "GroupGeometry",
@@ -185,19 +186,14 @@ def project_l1_ball_axis1(A, radius):
     Returns
     -------
     ndarray (n1, s, n2)
+        Vectors inside the ball unchanged; the threshold is
+        :func:`sparsesvm.projections._l1_ball_threshold` on the vectors as rows.
     """
-    s = A.shape[1]
-    absA = np.abs(A)
-    inside = absA.sum(axis=1, keepdims=True) <= radius
-    if s == 1:
-        return np.sign(A) * np.minimum(absA, radius)
-    U = -np.sort(-absA, axis=1)
-    css = np.cumsum(U, axis=1) - radius
-    j = np.arange(1, s + 1, dtype=float).reshape(1, s, 1)
-    rho = np.maximum((U * j > css).sum(axis=1, keepdims=True), 1)
-    theta = np.take_along_axis(css, rho - 1, axis=1) / rho
-    P = np.sign(A) * np.maximum(absA - theta, 0.0)
-    return np.where(inside, A, P)
+    n1, s, n2 = A.shape
+    rows = np.ascontiguousarray(np.abs(A).transpose(0, 2, 1)).reshape(n1 * n2, s)
+    r = radius if np.ndim(radius) == 0 else np.broadcast_to(radius, (n1, 1, n2)).reshape(-1)
+    t = _l1_ball_threshold(rows, r).reshape(n1, n2)[:, None, :]
+    return np.copysign(np.maximum(np.abs(A) - t, 0.0), A)
 
 
 # ---------------------------------------------------------------------------
