@@ -184,7 +184,8 @@ def test_l1_ball_inside_unchanged_and_boundary():
 
 @pytest.mark.parametrize("K", [2, 5, 17, 81])
 @pytest.mark.parametrize("scale", [0.01, 1.0, 30.0])
-def test_l1_ball_threshold_both_branches_vs_bisection(K, scale):
+@pytest.mark.parametrize("flat_every", [3, 12])
+def test_l1_ball_threshold_vs_bisection(K, scale, flat_every):
     """Newton on few candidates and the sort on many give the bisection threshold.
 
     Rows are built so that both branches run in one call: a dominant entry
@@ -197,7 +198,7 @@ def test_l1_ball_threshold_both_branches_vs_bisection(K, scale):
     L = 60
     A = np.abs(rng.normal(size=(L, K)))
     A[::3, 0] += 20.0 * scale  # dominant entry: few candidates
-    A[1::3] = 1.0 + 1e-3 * rng.random((len(A[1::3]), K))  # flat: many candidates
+    A[1::flat_every] = 1.0 + 1e-3 * rng.random((len(A[1::flat_every]), K))  # flat: many candidates
     A[2::6, : K // 2] = A[2::6, :1]  # ties
     A[5] = 0.0
     radius = rng.uniform(0.0, 1.5, size=L) * A.sum(1) * scale / max(scale, 1.0)
@@ -214,12 +215,36 @@ def test_l1_ball_threshold_both_branches_vs_bisection(K, scale):
     few = n_cand <= max(1, int(_FEW_CANDIDATES * K))
     if K > _SORT_MAX_K:
         assert few.any() and (~few).any()
+
     # scalar radius, float32 and radius 0
     t32 = _l1_ball_threshold(A.astype(np.float32), 0.5)
     assert t32.dtype == np.float32
     ref = _bisect(lambda t: np.maximum(A - t[:, None], 0).sum(1) - 0.5, np.zeros(L), A.max(1) + 1.0)
     np.testing.assert_allclose(t32[:, 0], ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(_l1_ball_threshold(A, 0.0)[:, 0], A.max(1))
+
+
+def test_l1_ball_threshold_newton_on_few_candidates(monkeypatch):
+    """Mostly one dominant entry per row: the per-row split runs (Newton on the rows
+    with few candidates, a sort on the flat ones), and matches bisection; forcing the
+    sort everywhere gives the same thresholds."""
+    from sparsesvm import projections as P
+
+    rng = _rng(3)
+    A = 0.1 * rng.random((200, 81))
+    A[:, 0] += 5.0
+    A[::20] = 1.0 + 1e-3 * rng.random((10, 81))  # flat rows: many candidates
+    A[5, :4] = A[5, 0]  # ties at the top
+    radius = np.where(np.arange(200) % 20 == 0, 5.0, 1.0)
+    lo = np.maximum((A.sum(1) - radius) / 81, A.max(1) - radius)
+    n_cand = (A >= lo[:, None]).sum(1)
+    assert n_cand.sum() <= P._FEW_CANDIDATES * A.size  # the split path
+    assert (n_cand[::20] > P._FEW_CANDIDATES * 81).all() and (n_cand[1::20] <= 4).all()
+    t = P._l1_ball_threshold(A, radius)[:, 0]
+    ref = _bisect(lambda t: np.maximum(A - t[:, None], 0).sum(1) - radius, np.zeros(200), A.max(1))
+    np.testing.assert_allclose(t, ref, rtol=1e-12)
+    monkeypatch.setattr(P, "_FEW_CANDIDATES", 0.0)  # every row sorted
+    np.testing.assert_allclose(P._l1_ball_threshold(A, radius)[:, 0], t, rtol=1e-13)
 
 
 # --------------------------------------------------------------------------- #

@@ -161,7 +161,17 @@ _FEW_CANDIDATES = 0.25
 _SORT_MAX_K = 16
 
 
-def _l1_ball_threshold(A, radius):
+def _sorted_threshold(A, r, rows, t, overwrite):
+    """:func:`_l1_ball_threshold` by sorting the selected ``rows`` (the others keep ``t``)."""
+    if rows.all():
+        t = _simplex_threshold(A if overwrite else A.copy(), r, overwrite=True)[:, 0]
+    elif rows.any():
+        idx = np.flatnonzero(rows)
+        t[idx] = _simplex_threshold(A[idx], r if np.ndim(r) == 0 else r[idx], overwrite=True)[:, 0]
+    return t.astype(A.dtype)[:, None]
+
+
+def _l1_ball_threshold(A, radius, overwrite=False):
     """Row-wise threshold of the l1-ball projection, sorting only where it pays.
 
     For each row a of ``A`` (non-negative) returns t >= 0 with
@@ -172,9 +182,11 @@ def _l1_ball_threshold(A, radius):
     Parameters
     ----------
     A : ndarray, shape (n, K)
-        Non-negative float array (not modified).
+        Non-negative float array, C-contiguous; not modified unless ``overwrite``.
     radius : float or ndarray of shape (n,)
         ``>= 0``.
+    overwrite : bool, default=False
+        Allow sorting ``A`` in place (a workspace the caller discards).
 
     Returns
     -------
@@ -192,10 +204,11 @@ def _l1_ball_threshold(A, radius):
     run Newton's method from ``lo`` on their candidates,
     ``t <- (sum_{a > t} a - radius) / #{a > t}``, which rises monotonically and
     stops exactly at t* when the active set repeats (at most K steps); the rows
-    with many candidates, and all rows when ``K <= _SORT_MAX_K``, are sorted
-    (:func:`_simplex_threshold`). All rows at
-    once: one pass over ``A`` for sums, maxima and candidates, then work in
-    proportion to the candidates.
+    with many candidates are sorted (:func:`_simplex_threshold`), and so are all
+    rows outside the ball when ``K <= _SORT_MAX_K`` or when candidates make more
+    than ``_FEW_CANDIDATES`` of their entries overall (early iterates, small
+    weights). All rows at once: a few passes over ``A`` for sums, maxima and
+    candidates, then work in proportion to the candidates.
     """
     n, K = A.shape
     dt = A.dtype
@@ -206,9 +219,7 @@ def _l1_ball_threshold(A, radius):
     if not outside.any():
         return t.astype(dt)[:, None]
     if K <= _SORT_MAX_K:  # short rows: sorting them is cheapest
-        idx = np.flatnonzero(outside)
-        t[idx] = _simplex_threshold(A[idx], r if np.ndim(r) == 0 else r[idx], overwrite=True)[:, 0]
-        return t.astype(dt)[:, None]
+        return _sorted_threshold(A, r, outside, t, overwrite)
     amax = A.max(axis=1).astype(np.float64)
     zero_r = outside & (r == 0)  # ball of radius 0: t = max(a)
     t[zero_r] = amax[zero_r]
@@ -216,7 +227,11 @@ def _l1_ball_threshold(A, radius):
     lo = np.maximum((s - r) / K, amax - r)
     lo[~outside] = np.inf
     # the candidates, row-major; >= keeps the largest entry of every row (lo <= max(a))
-    flat = np.flatnonzero(A >= lo.astype(dt)[:, None])
+    cand = A >= lo.astype(dt)[:, None]
+    if np.count_nonzero(cand) > _FEW_CANDIDATES * K * np.count_nonzero(outside):
+        # candidates are many on average: sorting the rows outside the ball is cheaper
+        return _sorted_threshold(A, r, outside | zero_r, t, overwrite)
+    flat = np.flatnonzero(cand)
     rows = flat // K
     few = outside & (np.bincount(rows, minlength=n) <= max(1, int(_FEW_CANDIDATES * K)))
     many = outside & ~few
@@ -259,7 +274,7 @@ def _prox_linf_rows(G, tau, out=None):
     ``g - sign(g) max(|g| - t, 0) = sign(g) min(|g|, t)``. Written into ``out``
     (same shape as G, may be G itself) if given.
     """
-    t = _l1_ball_threshold(np.abs(G), tau)
+    t = _l1_ball_threshold(np.abs(G), tau, overwrite=True)
     if out is None:
         out = np.empty_like(G)
     np.minimum(G, t, out=out)
