@@ -83,15 +83,22 @@ def load_leukemia(data, standardize):
     return Xtr, ds.y_train, Xte, ds.y_test
 
 
-def load_mnist(data, per_class=3, subset=0, seed=2014):
-    """E2's L = per_class * K subset ``subset`` and the whole test split, scattering features."""
+def load_mnist(data, per_class=3, subset_ids=(0,), seed=2014):
+    """E2's L = per_class * K subsets ``subset_ids`` and the whole test split, scattering features.
+
+    Returns a list of ``(subset, (Xtr, ytr, Xte, yte))``; the test features are computed once.
+    """
     d = data / "mnist"
     ds = datasets.load_mnist(d / "train-images-idx3-ubyte.gz", d / "train-labels-idx1-ubyte.gz",
                              d / "t10k-images-idx3-ubyte.gz", d / "t10k-labels-idx1-ubyte.gz")
-    idx = subsets.balanced_subsets(ds.y_train, per_class, subset + 1, seed=seed)[subset]
-    Xtr = features.scattering(ds.X_train[idx], J=2, L=8, progress=False)
-    Xte = features.scattering(ds.X_test, J=2, L=8, progress=False)
-    return np.asarray(Xtr, float), ds.y_train[idx], np.asarray(Xte, float), ds.y_test
+    all_idx = subsets.balanced_subsets(ds.y_train, per_class, max(subset_ids) + 1, seed=seed)
+    Xte = np.asarray(features.scattering(ds.X_test, J=2, L=8, progress=False), float)
+    out = []
+    for s in subset_ids:
+        idx = all_idx[s]
+        Xtr = np.asarray(features.scattering(ds.X_train[idx], J=2, L=8, progress=False), float)
+        out.append((s, (Xtr, ds.y_train[idx], Xte, ds.y_test)))
+    return out
 
 
 def fit_one(Xtr, ytr, Xte, yte, method, penalty, groups, alpha, solver, tol, max_iter):
@@ -170,12 +177,16 @@ def main(argv=None):
                     help="iteration cap of the paper's solvers (the configs use 100000)")
     ap.add_argument("--alphas", nargs="+", type=float, default=None,
                     help="override the alpha grids (the same alphas for every selected grid)")
+    ap.add_argument("--subsets", nargs="+", type=int, default=[0],
+                    help="MNIST: which of E2's L = 3K subsets (seed 2014) to fit")
     ap.add_argument("--json", type=Path, default=None, help="write every fit's numbers here")
     args = ap.parse_args(argv)
     if args.paper_max_iter < 1:
         ap.error("--paper-max-iter must be >= 1")
     if not args.tol > 0:
         ap.error("--tol must be > 0")
+    if min(args.subsets) < 0:
+        ap.error("--subsets must be >= 0")
     names = list(dict.fromkeys(args.datasets + (["mnist"] if args.mnist else [])))
 
     problems = []
@@ -185,7 +196,8 @@ def main(argv=None):
                 problems.append((name, feat, load_leukemia(args.data, feat == "std")))
         else:
             t0 = time.perf_counter()
-            problems.append((name, "scattering", load_mnist(args.data)))
+            for sub, prob in load_mnist(args.data, subset_ids=args.subsets):
+                problems.append((name, f"scattering, subset {sub}", prob))
             print(f"mnist features: {time.perf_counter() - t0:.1f}s", flush=True)
 
     rows = []
@@ -196,7 +208,7 @@ def main(argv=None):
             if name == "mnist" and pen == "l1":
                 continue  # E2 is l1inf only
             for method in args.methods:
-                for alpha in args.alphas or ALPHAS[(name, feat, method)]:
+                for alpha in args.alphas or ALPHAS[(name, feat.split(',')[0], method)]:
                     for solver in ("paper", "accelerated"):
                         r = fit_one(Xtr, ytr, Xte, yte, method, pen, groups, alpha, solver,
                                     args.tol, args.paper_max_iter)
