@@ -61,6 +61,8 @@ def test_T_and_adjoint_match_explicit_matrix(L, M, K, sparse):
     s_max = np.linalg.svd(A, compute_uv=False)[0]
     np.testing.assert_allclose(op.norm(max_iter=5000, tol=1e-12, method="power"), s_max, rtol=1e-6)
     np.testing.assert_allclose(op.exact_norm(), s_max, rtol=1e-12)
+    np.testing.assert_allclose(op.gram(), dense @ dense.T, atol=1e-12)
+    assert op.gram() is op.gram() and not op.gram().flags.writeable
     np.testing.assert_allclose(op.norm(), s_max, rtol=1e-12)  # small L K: exact by default
     # the bound ||T|| <= sqrt(K) ||[Phi 1]||
     aug = np.hstack([dense, np.ones((L, 1))])

@@ -850,12 +850,6 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
 
 # ---------------------------------------------------------------------------
 # l2: the dual QP in sample space, solved exactly by HiGHS' QP solver
-def _gram(Phi):
-    """Phi Phi^T as a dense (L, L) array."""
-    G = Phi @ Phi.T
-    return G.toarray() if sp.issparse(G) else np.asarray(G)
-
-
 def _l2_dual_qp(op, kind, par, regularization=1e-12, time_limit=None):
     """Dual of hinge-reg / hinge-con with g = ||W||_F^2 / 2, as a dense QP.
 
@@ -896,7 +890,7 @@ def _l2_dual_qp(op, kind, par, regularization=1e-12, time_limit=None):
     zl = y[ll]
     C = (kk[:, None] == kk[None, :]).astype(float) - (kk[:, None] == zl[None, :]) \
         - (zl[:, None] == kk[None, :]) + (zl[:, None] == zl[None, :])
-    H = _gram(op.Phi)[np.ix_(ll, ll)] * C
+    H = op.gram()[np.ix_(ll, ll)] * C
     # HiGHS' tolerances are absolute: solve for u = a / s with s H of unit diagonal
     # (objective divided by s: 1/2 u^T (s H) u - sum(u) [+ eta nu / s])
     dmax = float(np.max(np.diag(H))) if n else 0.0

@@ -153,6 +153,7 @@ class MulticlassOperator:
         self.R = R
         self.norm_ = None
         self._norm_cache = {}
+        self._gram = None
 
     # ------------------------------------------------------------------ #
     def _check_X(self, X):
@@ -309,6 +310,21 @@ class MulticlassOperator:
             self._norm_cache[key] = est
         return est
 
+    def gram(self):
+        """The Gram matrix ``Phi Phi^T`` of the samples, dense, computed once.
+
+        Returns
+        -------
+        ndarray, shape (n_samples, n_samples)
+            Read-only (shared by :meth:`exact_norm` and the solvers that use it).
+        """
+        if self._gram is None:
+            G = self.Phi @ self.Phi.T
+            G = G.toarray() if self._sparse else np.asarray(G)
+            G.flags.writeable = False
+            self._gram = G
+        return self._gram
+
     def exact_norm(self):
         """``||T||`` from the eigenvalues of ``T T^T``, an (L K) x (L K) matrix.
 
@@ -329,8 +345,7 @@ class MulticlassOperator:
         if "exact" in self._norm_cache:
             return self._norm_cache["exact"]
         L, K = self.n_samples, self.n_classes
-        Q = self.Phi @ self.Phi.T
-        Q = (Q.toarray() if self._sparse else np.asarray(Q)) + 1.0
+        Q = self.gram() + 1.0
         Z = np.zeros((L, K))
         Z[self._rows, self.y_idx] = 1.0
         same = Z @ Z.T

@@ -161,14 +161,13 @@ _FEW_CANDIDATES = 0.25
 _SORT_MAX_K = 16
 
 
-def _sorted_threshold(A, r, rows, t, overwrite):
-    """:func:`_l1_ball_threshold` by sorting the selected ``rows`` (the others keep ``t``)."""
+def _sort_rows(A, r, rows, t, overwrite):
+    """Write the threshold of the selected ``rows`` of ``A`` into ``t`` (n,), by sorting."""
     if rows.all():
-        t = _simplex_threshold(A if overwrite else A.copy(), r, overwrite=True)[:, 0]
+        t[:] = _simplex_threshold(A if overwrite else A.copy(), r, overwrite=True)[:, 0]
     elif rows.any():
         idx = np.flatnonzero(rows)
         t[idx] = _simplex_threshold(A[idx], r if np.ndim(r) == 0 else r[idx], overwrite=True)[:, 0]
-    return t.astype(A.dtype)[:, None]
 
 
 def _l1_ball_threshold(A, radius, overwrite=False):
@@ -219,36 +218,34 @@ def _l1_ball_threshold(A, radius, overwrite=False):
     if not outside.any():
         return t.astype(dt)[:, None]
     if K <= _SORT_MAX_K:  # short rows: sorting them is cheapest
-        return _sorted_threshold(A, r, outside, t, overwrite)
-    amax = A.max(axis=1).astype(np.float64)
-    zero_r = outside & (r == 0)  # ball of radius 0: t = max(a)
-    t[zero_r] = amax[zero_r]
-    outside &= ~zero_r
-    lo = np.maximum((s - r) / K, amax - r)
+        _sort_rows(A, r, outside, t, overwrite)
+        return t.astype(dt)[:, None]
+    lo = np.maximum((s - r) / K, A.max(axis=1) - r)
     lo[~outside] = np.inf
     # the candidates, row-major; >= keeps the largest entry of every row (lo <= max(a))
     cand = A >= lo.astype(dt)[:, None]
     if np.count_nonzero(cand) > _FEW_CANDIDATES * K * np.count_nonzero(outside):
         # candidates are many on average: sorting the rows outside the ball is cheaper
-        return _sorted_threshold(A, r, outside | zero_r, t, overwrite)
+        _sort_rows(A, r, outside, t, overwrite)
+        return t.astype(dt)[:, None]
     flat = np.flatnonzero(cand)
     rows = flat // K
     few = outside & (np.bincount(rows, minlength=n) <= max(1, int(_FEW_CANDIDATES * K)))
-    many = outside & ~few
-    if many.any():
-        idx = np.flatnonzero(many)
-        t[idx] = _simplex_threshold(A[idx], r if np.ndim(r) == 0 else r[idx], overwrite=True)[:, 0]
+    if not few.all():
+        _sort_rows(A, r, outside & ~few, t, False)
         keep = few[rows]
         flat, rows = flat[keep], rows[keep]
     if rows.size:
-        # (rows, vals): the entries above the current bound t of the rows in `few`
+        # (rows, vals): the entries >= the current bound t of the rows in `few`
         vals = A.ravel()[flat].astype(np.float64)
         count = np.bincount(rows, minlength=n)
         for _ in range(K + 1):
-            # Newton from below (the first step from lo counts the entries >= lo: a
-            # subgradient, still a lower bound); count >= 1: max(a) > t* >= t
+            # Newton from below: counting the entries >= t uses a subgradient of f, so
+            # every step stays a lower bound; count >= 1 since max(a) >= t* >= t. An
+            # entry equal to t* adds 0 to f, so t* is a fixed point (also at radius 0,
+            # where t* = max(a)).
             tf = (np.bincount(rows, weights=vals, minlength=n) - r) / np.maximum(count, 1)
-            keep = vals > tf[rows]  # t only rises: drop what can no longer be active
+            keep = vals >= tf[rows]  # t only rises: drop what can no longer be active
             rows, vals = rows[keep], vals[keep]
             new = np.bincount(rows, minlength=n)
             if np.array_equal(new, count):  # same active set on every row: tf is the root
@@ -256,6 +253,14 @@ def _l1_ball_threshold(A, radius, overwrite=False):
             count = new
         t[few] = np.maximum(tf[few], 0.0)
     return t.astype(dt)[:, None]
+
+
+def _project_halfspace(z, eta):
+    """Project the float vector ``z`` onto {sum(zeta) <= eta}, in place; returns ``z``."""
+    excess = (float(z.sum(dtype=np.float64)) - eta) / z.shape[0]
+    if excess > 0:
+        z -= z.dtype.type(excess)
+    return z
 
 
 def _project_l1_ball(V, radius):
@@ -390,12 +395,7 @@ def project_halfspace(z, eta):
     eta = float(eta)
     if not np.isfinite(eta):
         raise ValueError(f"eta must be finite, got {eta}")
-    dt = _float_dtype(z)
-    z = z.astype(dt, copy=True)
-    excess = (float(z.sum(dtype=np.float64)) - eta) / z.shape[0]
-    if excess > 0:
-        z -= dt.type(excess)
-    return z
+    return _project_halfspace(z.astype(_float_dtype(z), copy=True), eta)
 
 
 def prox_hinge(V, R, lam):

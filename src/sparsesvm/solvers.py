@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ._sparse import issparse
 
-from .projections import _project_epigraph_hinge, _project_simplex
+from .projections import _project_epigraph_hinge, _project_halfspace, _project_simplex
 
 __all__ = [
     "SolverResult",
@@ -463,8 +463,7 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         V *= -tau
         V += X
         Xn = penalty.prox(V, tau, check_input=False)
-        zn = zeta - tau * xi
-        zn -= max(0.0, (zn.sum() - eta) / L)  # onto {sum(zeta) <= eta}
+        zn = _project_halfspace(zeta - tau * xi, eta)
         TXn = op.T(Xn)
         # Yh / sigma = Y / sigma + 2 TXn - TX  (built in the old TX buffer)
         TX -= TXn
