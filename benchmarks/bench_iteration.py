@@ -15,6 +15,8 @@ it reports
 * ``iter``: solver-loop time per iteration (``fit_time / n_iter`` of a run of
   ``--iters`` iterations with ``tol = 0``) and ``ratio = iter / floor`` (target <= 1.5),
   the median of ``--repeats`` (floor, run) pairs taken back to back;
+* both primal-update paths (``--paths``): ``numba``, the compiled fused step
+  of :mod:`sparsesvm._kernels`, and ``numpy``, in the same run;
 * time and iterations to the paper's stop (relative change <= 1e-5, cap
   ``--max-iter``) and, with ``--cvxpy``, the relative objective gap to CVXPY's
   optimum at that point (Clarabel; slow: minutes for news20).
@@ -26,7 +28,8 @@ measurement behind ``sparsesvm.solvers.DEFAULT_STEP_RATIO``).
 Usage::
 
     .venv/bin/python benchmarks/bench_iteration.py [--problems mnist news20]
-        [--iters 200] [--max-iter 20000] [--cvxpy] [--sweep] [--json out.json]
+        [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy] [--sweep]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from sparsesvm import solvers
+from sparsesvm import _kernels, solvers
 from sparsesvm.operator import MulticlassOperator
 from sparsesvm.penalties import make_penalty
 
@@ -122,7 +125,15 @@ def cvxpy_optimum(method, Phi, y, K, groups, alpha):
     return cvx_reference.solve(method, Phi, y, K, "l1inf", groups, lam=lam, eta=eta)[0]
 
 
-def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repeats=3):
+def use_path(path):
+    """Route the primal update of the solvers through ``path`` ("numba" or "numpy")."""
+    if path == "numba" and not _kernels.available():
+        raise SystemExit("numba is not installed: pip install sparsesvm[fast], or --paths numpy")
+    _kernels.MIN_SIZE = 0 if path == "numba" else 1 << 62
+
+
+def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repeats=3,
+          path="numpy"):
     """Per-iteration cost ratio, and the run to the 1e-5 stop, for hinge-reg and hinge-con.
 
     The ratio is measured ``repeats`` times as a pair (floor just before and just
@@ -136,9 +147,12 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     op = MulticlassOperator(Phi, y, K)
     op.norm()
     pen = make_penalty("l1inf", groups, Phi.shape[1], K)
+    use_path(path)
     rows = []
     for method in ("hinge-reg", "hinge-con"):
         alpha = alphas[method]
+        # warm-up: numba loads (or compiles) its kernel at the first fit
+        _run(method, op, pen, alpha, tol=0.0, max_iter=5, step_ratio=step_ratio)
         pairs = []
         for _ in range(repeats):
             before = product_floor(op.Phi, K)
@@ -148,7 +162,7 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
             pairs.append((per_it / floor, per_it, floor))
         ratio, per_it, floor = sorted(pairs)[len(pairs) // 2]
         full = _run(method, op, pen, alpha, tol=1e-5, max_iter=max_iter, step_ratio=step_ratio)
-        row = dict(problem=problem, method=method, alpha=alpha, L=Phi.shape[0], M=Phi.shape[1],
+        row = dict(problem=problem, path=path, method=method, alpha=alpha, L=Phi.shape[0], M=Phi.shape[1],
                    K=K, sparse=sp.issparse(Phi), floor_ms=1e3 * floor,
                    iter_ms=1e3 * per_it, ratio=ratio,
                    ratio_range=[min(p[0] for p in pairs), max(p[0] for p in pairs)],
@@ -224,6 +238,8 @@ def main(argv=None):
     ap.add_argument("--ratios", type=float, nargs="+", default=[0.01, 0.1, 1.0, 10.0, 100.0])
     ap.add_argument("--json", help="write all rows to this file")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    ap.add_argument("--paths", nargs="+", choices=["numba", "numpy"], default=None,
+                    help="primal-update paths to time (default: both where numba is installed)")
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -232,10 +248,12 @@ def main(argv=None):
         rows = sweep(args.ratios, args.max_iter)
     else:
         alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
+        paths = args.paths or (["numba", "numpy"] if _kernels.available() else ["numpy"])
         rows = []
         for p in args.problems:
-            rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy, args.step_ratio,
-                          repeats=args.repeats)
+            for path in paths:
+                rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy, args.step_ratio,
+                              repeats=args.repeats, path=path)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

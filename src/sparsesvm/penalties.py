@@ -286,13 +286,12 @@ class L12Penalty(_GroupPenalty):
 
     def _prox(self, W, tau, out):
         t = W.dtype.type(tau)
-        tiny = np.finfo(W.dtype).tiny
 
         def shrink(G, o):
             n = np.sqrt(np.einsum("ij,ij->i", G, G))[:, None]
-            np.maximum(n, tiny, out=n)
-            s = 1 - t / n
-            np.maximum(s, 0, out=s)
+            # max(0, 1 - t / n) as max(n - t, 0) / n: no overflow at n = 0 (where it is 0)
+            s = np.maximum(n - t, 0)
+            np.divide(s, n, out=s, where=n > 0)
             return np.multiply(G, s, out=o)
 
         self._apply_rows(W, shrink, out)

@@ -235,8 +235,11 @@ class _RelChange:
 
     def __call__(self, Xn, X):
         xn = Xn.ravel()
-        nn = float(xn @ xn)
-        d2 = nn + self.sq - 2.0 * float(xn @ X.ravel())
+        return self.from_products(float(xn @ xn), float(xn @ X.ravel()), Xn, X)
+
+    def from_products(self, nn, cross, Xn, X):
+        """The measure from ``nn = ||X+||^2`` and ``cross = <X+, X>``."""
+        d2 = nn + self.sq - 2.0 * cross
         self.sq = nn
         if nn == 0.0:
             return np.inf
@@ -244,6 +247,32 @@ class _RelChange:
             D = Xn - X
             d2 = float(np.vdot(D, D))
         return float(np.sqrt(d2 / nn))
+
+
+class _PrimalStep:
+    """The primal update of the primal-dual loops and the stopping measure.
+
+    ``X+ = prox_{tau g}(X - tau V)`` (``V = T^T Y``, overwritten) and
+    ``||X+ - X||_F / ||X+||_F``. On problems with at least
+    :data:`sparsesvm._kernels.MIN_SIZE` parameters and numba installed, one
+    compiled pass does both (:mod:`sparsesvm._kernels`); otherwise numpy.
+    """
+
+    def __init__(self, penalty, X0, tau):
+        from ._kernels import fused_step
+
+        self.penalty, self.tau = penalty, tau
+        self.fused = fused_step(penalty, X0.size)
+        self.measure = _RelChange(X0)
+
+    def __call__(self, X, V):
+        if self.fused is not None:
+            nn, cross = self.fused(X, V, self.tau, V)
+            return V, self.measure.from_products(nn, cross, V, X)
+        V *= -self.tau
+        V += X
+        Xn = self.penalty.prox(V, self.tau, check_input=False)
+        return Xn, self.measure(Xn, X)
 
 
 def _pd_steps(nrm, step_ratio):
@@ -359,13 +388,10 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     tr = _Trace(every, reference) if every else None
     converged = False
     it = 0
-    rel_change = _RelChange(X)
+    primal = _PrimalStep(penalty, X, tau)
     clock = _Clock()
     for it in range(1, int(max_iter) + 1):
-        V = op.T_adjoint(Y)
-        V *= -tau
-        V += X
-        Xn = penalty.prox(V, tau, check_input=False)
+        Xn, rel = primal(X, op.T_adjoint(Y))
         TXn = op.T(Xn)
         # Y + sigma*(2 TXn - TX) + sigma R, built in the buffer of the old TX
         TX -= TXn
@@ -374,7 +400,6 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         TX += Y
         TX += sR
         Y = _project_simplex(TX, lam)
-        rel = rel_change(Xn, X)
         X, TX = Xn, TXn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
@@ -456,13 +481,10 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     tr = _Trace(every, reference) if every else None
     converged = False
     it = 0
-    rel_change = _RelChange(X)
+    primal = _PrimalStep(penalty, X, tau)
     clock = _Clock()
     for it in range(1, int(max_iter) + 1):
-        V = op.T_adjoint(Y)
-        V *= -tau
-        V += X
-        Xn = penalty.prox(V, tau, check_input=False)
+        Xn, rel = primal(X, op.T_adjoint(Y))
         zn = _project_halfspace(zeta - tau * xi, eta)
         TXn = op.T(Xn)
         # Yh / sigma = Y / sigma + 2 TXn - TX  (built in the old TX buffer)
@@ -476,7 +498,6 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         TX *= sigma
         Y = TX
         xi = sigma * (xis - theta)
-        rel = rel_change(Xn, X)
         X, TX, zeta = Xn, TXn, zn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
@@ -554,13 +575,10 @@ def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     tr = _Trace(every, reference) if every else None
     converged = False
     it = 0
-    rel_change = _RelChange(X)
+    primal = _PrimalStep(penalty, X, tau)
     clock = _Clock()
     for it in range(1, int(max_iter) + 1):
-        V = op.T_adjoint(Y)
-        V *= -tau
-        V += X
-        Xn = penalty.prox(V, tau, check_input=False)
+        Xn, rel = primal(X, op.T_adjoint(Y))
         cn = _project_capped_orthant(c + tau * Y.mean(axis=1), eta)
         TXn = op.T(Xn)
         TX -= TXn
@@ -571,7 +589,6 @@ def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         TX += sR
         np.maximum(TX, 0.0, out=TX)
         Y = TX
-        rel = rel_change(Xn, X)
         X, TX, c = Xn, TXn, cn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):

@@ -1,0 +1,114 @@
+"""The compiled primal step (sparsesvm._kernels) against the numpy proxes.
+
+The numpy proxes of sparsesvm.penalties are themselves checked against CVXPY
+and Moreau's identity (tests/test_penalties.py); here the fused kernel must
+give the same point, the same two inner products, and the solvers the same
+iterates with and without it.
+"""
+
+import numpy as np
+import pytest
+
+from sparsesvm import _kernels, solvers
+from sparsesvm.operator import MulticlassOperator
+from sparsesvm.penalties import L1InfPenalty, make_penalty
+
+pytest.importorskip("numba")
+
+CASES = [("l2", None), ("l1", None), ("l12", 5), ("l12", "features"), ("l1inf", 5),
+         ("l1inf", 81), ("l1inf", "features"), ("l12", 1), ("l1inf", 1), ("l1inf", 7)]
+
+
+def _step(pen, X, V, tau, out=None):
+    step = _kernels.fused_step(pen, X.size, force=True)
+    assert step is not None
+    out = np.empty_like(X) if out is None else out
+    nn, cross = step(X, V, tau, out)
+    return out, nn, cross
+
+
+@pytest.mark.parametrize("name,groups", CASES)
+@pytest.mark.parametrize("M,K", [(23, 3), (162, 10), (40, 1), (9, 2)])
+def test_fused_step_is_the_prox_of_the_shifted_point(name, groups, M, K):
+    if isinstance(groups, int) and groups > M:
+        pytest.skip("group larger than the features")
+    rng = np.random.default_rng(M * 10 + K)
+    pen = make_penalty(name, groups, M, K)
+    X = rng.normal(size=(M + 1, K))
+    V = rng.normal(size=(M + 1, K))
+    X[3:6] = 0.0  # zero entries and groups
+    V[3:5] = 0.0
+    for tau in (0.0, 1e-3, 0.3, 5.0, 1e3):  # 1e3: every group is shrunk to 0
+        want = pen.prox(X - tau * V, tau)
+        got, nn, cross = _step(pen, X, V, tau)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        assert nn == pytest.approx(np.vdot(got, got), rel=1e-12, abs=1e-300)
+        assert cross == pytest.approx(np.vdot(got, X), rel=1e-10, abs=1e-12)
+        # out may be V itself (the solvers overwrite T^T Y)
+        V2 = V.copy()
+        got2, _, _ = _step(pen, X, V2, tau, out=V2)
+        np.testing.assert_allclose(got2, got, rtol=1e-14, atol=1e-300)
+    if name in ("l1", "l1inf", "l12"):  # a large step shrinks every group of X to 0
+        assert np.all(_step(pen, X, np.zeros_like(V), 1e3)[0][:-1] == 0.0)
+
+
+def _clip_by_bisection(a, radius):
+    lo, hi = 0.0, float(a.max())
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.maximum(a - mid, 0).sum() > radius else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@pytest.mark.parametrize("values", [
+    [3.0, 3.0, 3.0, 3.0],                 # ties
+    [1e12, -1e12, 5.0, 0.0],              # large values
+    [0.5, -0.25, 0.125, 2.0, -7.0, 0.0],
+    [1.0, 0.0, 0.0, 0.0],                 # one non-zero entry
+])
+@pytest.mark.parametrize("tau", [0.1, 1.0, 6.0])
+def test_linf_clip_level_against_bisection(values, tau):
+    """prox of tau ||.||_inf clips |u| at t with sum(max(|u| - t, 0)) = tau (0 if ||u||_1 <= tau)."""
+    u = np.asarray(values, dtype=np.float64)
+    pen = make_penalty("l1inf", u.size, u.size, 1)  # one group: the whole column
+    X = np.vstack([u[:, None], [[0.0]]])
+    got = _step(pen, X, np.zeros_like(X), tau)[0][:-1, 0]
+    a = np.abs(u)
+    t = 0.0 if a.sum() <= tau else _clip_by_bisection(a, tau)
+    np.testing.assert_allclose(got, np.sign(u) * np.minimum(a, t), rtol=1e-9, atol=1e-9 * a.max())
+
+
+def test_fused_step_only_where_it_applies(monkeypatch):
+    pen = make_penalty("l1inf", 5, 20, 3)
+    assert _kernels.fused_step(pen, _kernels.MIN_SIZE - 1) is None  # small: numpy
+    assert _kernels.fused_step(pen, _kernels.MIN_SIZE) is not None
+
+    class MyL1Inf(L1InfPenalty):  # a user's subclass keeps its own prox
+        pass
+
+    assert _kernels.fused_step(MyL1Inf(20, 3, 5), 10**9) is None
+    # switched off from the environment
+    monkeypatch.setattr(_kernels, "_kernel", None)
+    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    assert _kernels.fused_step(pen, 10**9) is None and not _kernels.available()
+
+
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin"])
+@pytest.mark.parametrize("name,groups", [("l1inf", 4), ("l12", "features"), ("l1", None)])
+def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name, groups):
+    rng = np.random.default_rng(3)
+    L, M, K = 24, 30, 3
+    y = np.arange(L) % K
+    Phi = rng.normal(size=(L, M)) + 0.8 * np.eye(K)[y] @ rng.normal(size=(K, M))
+    op = MulticlassOperator(Phi, y, K)
+    pen = make_penalty(name, groups, M, K)
+    fit = {"hinge-reg": lambda: solvers.hinge_reg(op, pen, 2.0, tol=1e-7, max_iter=3000),
+           "hinge-con": lambda: solvers.hinge_con(op, pen, 0.2 * L, tol=1e-7, max_iter=3000),
+           "hinge-lin": lambda: solvers.hinge_lin(op, pen, 0.2 * L, tol=1e-7, max_iter=3000)}[method]
+    monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
+    fused = fit()
+    monkeypatch.setattr(_kernels, "MIN_SIZE", 10**12)
+    plain = fit()
+    assert fused.n_iter == plain.n_iter and fused.converged == plain.converged
+    np.testing.assert_allclose(fused.X, plain.X, rtol=1e-7, atol=1e-9 * np.abs(plain.X).max())
+    assert fused.objective == pytest.approx(plain.objective, rel=1e-9)
