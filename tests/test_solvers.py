@@ -212,6 +212,26 @@ def test_stopping_rule_and_zero_iterates():
     assert not res2.converged and res2.n_iter == res.n_iter - 1
 
 
+def test_hinge_reg_stops_at_the_zero_solution():
+    """At large alpha W = 0 solves hinge-reg; the iterates stay exactly 0 and the
+    paper's measure is 0/0. The dual's relative change stops the run instead of
+    max_iter, at a certified optimum."""
+    Phi, y = make_problem()
+    op = MulticlassOperator(Phi, y, K)
+    pen = make_penalty("l1inf", 2, M, K)
+    lam = 1e-3  # alpha = 1000
+    res = S.hinge_reg(op, pen, lam, tol=1e-5, max_iter=20000, trace=True)
+    assert res.converged and res.n_iter < 1000
+    assert not res.X.any()
+    assert res.objective == pytest.approx(lam * L)  # loss(0) = L, g(0) = 0
+    assert res.rel_gap <= 1e-9
+    # the recorded measure while X = 0 is the dual's: finite after the first step
+    assert np.isfinite(res.trace["rel_change"][1:]).all()
+    # a run that moves away from 0 is not stopped by it (the usual alpha)
+    moving = S.hinge_reg(op, pen, LAM, tol=1e-5, max_iter=20000)
+    assert moving.X[:-1].any()
+
+
 @pytest.mark.parametrize("fn", [S.hinge_con, S.hinge_lin])
 def test_constrained_trivial_when_eta_at_least_loss_of_zero(fn):
     """eta >= L = loss(W=0, b=0): X = 0 is optimal (g(0) = 0 = min g)."""

@@ -275,6 +275,20 @@ class _PrimalStep:
         return Xn, self.measure(Xn, X)
 
 
+def _dual_rel_change(Yn, Y):
+    """``||Y+ - Y||_F / ||Y+||_F`` (``inf`` while ``Y+ = 0``).
+
+    hinge-reg's measure while the primal iterate stays exactly 0: from
+    ``X = 0`` the first iterates can stay 0 (the paper's measure is then 0/0,
+    which cannot count), but when the solution is ``W = 0`` (large alpha) they
+    stay 0 for good. ``(0, Y)`` with ``Y+ = Y`` is a fixed point of the
+    iteration, hence a saddle point: the dual's relative change tells the two
+    cases apart, instead of running to ``max_iter`` at the solution.
+    """
+    n = np.linalg.norm(Yn)
+    return float(np.linalg.norm(Yn - Y) / n) if n > 0 else np.inf
+
+
 def _pd_steps(nrm, step_ratio):
     r = np.sqrt(step_ratio)
     return 1.0 / (nrm * r), r / nrm
@@ -343,7 +357,8 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     lam : float > 0
         Weight of the hinge loss.
     tol : float
-        Relative-change tolerance.
+        Relative-change tolerance (while ``X`` stays exactly 0, applied to the
+        dual iterate ``Y``: see :func:`_dual_rel_change`).
     max_iter : int
         Iteration cap.
     step_ratio : float > 0
@@ -399,8 +414,10 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         TX *= -sigma
         TX += Y
         TX += sR
-        Y = _project_simplex(TX, lam)
-        X, TX = Xn, TXn
+        Yn = _project_simplex(TX, lam)
+        if rel == np.inf and not X.any():
+            rel = _dual_rel_change(Yn, Y)  # X = X+ = 0: a fixed point once Y stops too
+        X, TX, Y = Xn, TXn, Yn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
             t = clock.pause()
