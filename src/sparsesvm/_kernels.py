@@ -97,16 +97,17 @@ def _compile(numba):
         ``a`` holds n absolute values with sum s > radius and maximum m.
         Newton's method on the convex decreasing piecewise-linear root
         function, started from the lower bound max((s - radius) / n, m -
-        radius), rises monotonically and stops when the active set repeats.
+        radius), rises monotonically and stops when the active set repeats
+        (as :func:`sparsesvm.projections._l1_ball_threshold`: counting the
+        entries >= t keeps the largest one, so radius 0 gives t = m, the
+        identity, with no special case).
         """
-        if radius <= 0.0:
-            return m  # tau = 0: the identity
         t = max((s - radius) / n, m - radius)
         while True:
             ss = 0.0
             c = 0
             for i in range(n):
-                on = a[i] > t
+                on = a[i] >= t
                 ss += a[i] if on else 0.0
                 c += on
             new = (ss - radius) / c
@@ -120,19 +121,18 @@ def _compile(numba):
         if kind == 2:
             nrm = np.sqrt(s)
             return max(0.0, 1.0 - tau / nrm) if nrm > 0 else 0.0
-        if s <= tau and tau > 0.0:
-            return 0.0
+        if s <= tau:
+            return 0.0  # inside the l1 ball: the group becomes 0
         return linf_clip(a, n, tau, s, m)
 
     @njit
     def apply(kind, u, scale, tau):
-        if kind == 0:
-            return u / (1.0 + tau)
+        """prox of one entry: l2 and l12 scale it, l1 soft-thresholds, l1inf clips."""
         if kind == 1:
             return max(u - tau, 0.0) + min(u + tau, 0.0)  # soft threshold, no branch
-        if kind == 2:
-            return u * scale
-        return min(max(u, -scale), scale)
+        if kind == 3:
+            return min(max(u, -scale), scale)
+        return u * scale
 
     @njit
     def step(X, V, tau, b, kind, out):
@@ -141,12 +141,11 @@ def _compile(numba):
         nn = 0.0
         cross = 0.0
         if kind <= 1:
-            c = 1.0 / (1.0 + tau)
+            c = 1.0 / (1.0 + tau)  # l2's scale
             for r in range(M):
                 for k in range(K):
                     x = X[r, k]
-                    u = x - tau * V[r, k]
-                    v = u * c if kind == 0 else max(u - tau, 0.0) + min(u + tau, 0.0)
+                    v = apply(kind, x - tau * V[r, k], c, tau)
                     out[r, k] = v
                     nn += v * v
                     cross += v * x
