@@ -159,10 +159,23 @@ SOURCES: dict[str, dict] = {
     },
 }
 
-#: Sizes of the real MNIST splits (pass ``expected=None`` to skip for tiny fixtures).
-MNIST_EXPECTED = {"n_train": 60000, "n_test": 10000}
-#: Sizes and number of classes of the real 20 Newsgroups bydate split.
-NEWS20_EXPECTED = {"n_train": 11314, "n_test": 7532, "n_classes": 20}
+#: Sizes of the real MNIST splits (pass ``expected=None`` to skip for tiny fixtures);
+#: ``train_counts``: training images per digit 0..9 (the workflow checks the configured
+#: samples per class against the smallest before any job).
+MNIST_EXPECTED = {
+    "n_train": 60000,
+    "n_test": 10000,
+    "train_counts": (5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),
+}
+#: Sizes and number of classes of the real 20 Newsgroups bydate split; ``train_counts``:
+#: training documents per group, in sorted group order.
+NEWS20_EXPECTED = {
+    "n_train": 11314,
+    "n_test": 7532,
+    "n_classes": 20,
+    "train_counts": (480, 584, 591, 590, 578, 593, 585, 594, 598, 597,
+                     600, 595, 591, 594, 593, 599, 546, 564, 465, 377),
+}
 #: The three leukemia classes, in label order 0, 1, 2.
 LEUKEMIA_CLASSES = ("ALL B-cell", "ALL T-cell", "AML")
 #: Gene count and class counts (in :data:`LEUKEMIA_CLASSES` order) of the real data.

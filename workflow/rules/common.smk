@@ -6,11 +6,34 @@
 
 import hashlib
 import importlib.util
+import json
+import math
 from pathlib import Path
 
 from snakemake.utils import validate
 
 
+class ConfigError(ValueError):
+    """An inconsistent configuration (raised before any job runs)."""
+
+
+def check_finite(value, where="config"):
+    """Refuse NaN and infinity anywhere in the config, naming the key.
+
+    JSON Schema cannot: NaN compares false with every bound, so `exclusiveMinimum: 0`
+    lets it through (it would reach a job, or a path segment such as alpha~nan).
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: {value!r} is not a finite number (NaN and infinity are refused)")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_finite(item, key if where == "config" else f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_finite(item, f"{where}[{i}]")
+
+
+check_finite(config)
 validate(config, "../schemas/config.schema.yaml", set_default=False)
 
 
@@ -30,10 +53,6 @@ PRODUCT = {
 }
 #: Groups each penalty accepts (penalties.make_penalty raises for the others).
 GROUPED_PENALTIES = ("l12", "l1inf")
-
-
-class ConfigError(ValueError):
-    """An inconsistent configuration (raised before any job runs)."""
 
 
 def alpha_label(alpha):
@@ -128,6 +147,16 @@ def check_config(cfg):
             missing = sorted(set(trace["methods"]) - methods)
             if missing:
                 raise ConfigError(f"{where}.trace.methods: {missing} have no grid in {where}.grids")
+    seen_files = {}
+    for dataset, entries in cfg["downloads"].items():
+        for key, entry in entries.items():
+            where, name = f"downloads.{dataset}.{key}.file", entry["file"]
+            # the schema's pattern already refuses "..", hidden and absolute names
+            if name.split("/", 1)[0] != dataset:
+                raise ConfigError(f"{where}: {name!r} must lie in the folder of its dataset ({dataset}/<name>)")
+            if name in seen_files:
+                raise ConfigError(f"{where}: {name!r} is also downloads.{seen_files[name]}.file")
+            seen_files[name] = f"{dataset}.{key}"
     mirror = cfg["mirror"]
     if mirror is not None and not Path(mirror).is_dir():
         raise ConfigError(f"mirror: {mirror!r} is not a directory")
@@ -357,6 +386,72 @@ _SPEC = importlib.util.find_spec("sparsesvm")
 if _SPEC is None or not _SPEC.submodule_search_locations:
     raise ConfigError("the sparsesvm package is not importable: install it (pip install -e .[workflow])")
 PACKAGE_DIR = Path(list(_SPEC.submodule_search_locations)[0])
+
+
+def data_limits(cfg, dataset):
+    """What the sizes in the config must fit, as far as known before any job runs.
+
+    Returns
+    -------
+    dict
+        ``min_class``: samples of the smallest training class, ``n_features``: number
+        of features, ``source``: where they come from (for the message); a value is
+        None where it is not known yet.
+
+    With strict_sizes, the real datasets' class counts (sparsesvm.datasets) and
+    feature counts; otherwise (fixture data) those of the labels and features already
+    built under `results`, if any (the jobs check them again when they run).
+    MNIST's feature count follows from the scattering settings alone.
+    """
+    import numpy as np
+
+    from sparsesvm import datasets, features
+
+    results = Path(cfg["results"])
+    limits = {"min_class": None, "n_features": None, "source": f"the real {dataset} data"}
+    if cfg["strict_sizes"]:
+        expected = {"mnist": datasets.MNIST_EXPECTED, "news20": datasets.NEWS20_EXPECTED,
+                    "leukemia": datasets.LEUKEMIA_EXPECTED}[dataset]
+        limits["min_class"] = min(expected["train_counts"])
+        if dataset == "leukemia":
+            limits["n_features"] = expected["n_genes"]
+    else:
+        limits["source"] = f"the {dataset} data under {results}"
+        labels = results / dataset / "subsets" / "train_labels.npy"
+        if labels.is_file():
+            limits["min_class"] = int(np.bincount(np.load(labels)).min())
+        meta = results / dataset / "features" / "meta.json"
+        if meta.is_file():
+            limits["n_features"] = int(json.loads(meta.read_text())["n_features"])
+    if dataset == "mnist":
+        opts = cfg["features"]["mnist"]
+        limits["n_features"] = features.scattering_layout(opts["J"], opts["angles"], (28, 28))["n_features"]
+    elif dataset == "news20" and limits["n_features"] is None:
+        limits["n_features"] = cfg["features"]["news20"]["max_features"]  # at most
+    return limits
+
+
+def check_sizes(cfg):
+    """Samples per class and group sizes against the data (see data_limits); ConfigError naming the key."""
+    for exp_id, exp in cfg["experiments"].items():
+        where, dataset = f"experiments.{exp_id}", exp["dataset"]
+        limits = data_limits(cfg, dataset)
+        spc = exp["samples_per_class"]
+        if spc is not None and limits["min_class"] is not None and max(spc) > limits["min_class"]:
+            raise ConfigError(
+                f"{where}.samples_per_class: {max(spc)} samples per class requested, but the smallest "
+                f"training class of {limits['source']} has {limits['min_class']}"
+            )
+        for i, grid in enumerate(exp["grids"]):
+            groups, n_features = grid["groups"], limits["n_features"]
+            if isinstance(groups, int) and n_features is not None and groups > n_features:
+                raise ConfigError(
+                    f"{where}.grids[{i}].groups: block size {groups} exceeds the {n_features} features "
+                    f"of {limits['source']}"
+                )
+
+
+check_sizes(config)
 _DATA_MODULES = ("datasets.py", "features.py", "subsets.py")
 _REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py")
 

