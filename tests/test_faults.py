@@ -151,3 +151,49 @@ def test_known_class_counts_are_the_real_data(mirror_dir):
     assert tuple(np.bincount(y)) == datasets.MNIST_EXPECTED["train_counts"]
     news = datasets.load_news20(mirror_dir / "news20" / "20news-bydate.tar.gz")
     assert tuple(np.bincount(news.y_train)) == datasets.NEWS20_EXPECTED["train_counts"]
+
+
+# --------------------------------------------------------------------------- file modes
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
+    """Job records, coefficients, features, subsets: 0o666 & ~umask like every other
+    output (0644 with umask 022), not mkstemp's owner-only 0600."""
+    from sparsesvm import features, subsets
+    from sparsesvm.experiments import runner
+
+    old = os.umask(umask)
+    try:
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")
+        files = [
+            runner.write_json_atomic(tmp_path / "runs" / "job.json", {"a": 1}),
+            runner.save_coef(tmp_path / "coef.npz", np.zeros((2, 3))),
+        ]
+        subsets.save_subsets(tmp_path / "subsets.npz", np.zeros((1, 2), dtype=np.int64))
+        files.append(tmp_path / "subsets.npz")
+        features.save_features(tmp_path / "features", np.zeros((2, 3)), [0, 1], np.zeros((1, 3)), [1])
+        files += sorted((tmp_path / "features").iterdir())
+        with datasets.atomic_path(tmp_path / "deep" / "x.npy", ".npy") as tmp:
+            np.save(tmp, np.arange(3))
+        files.append(tmp_path / "deep" / "x.npy")
+    finally:
+        os.umask(old)
+    expected = 0o666 & ~umask
+    assert plain.stat().st_mode & 0o777 == expected
+    for f in files:
+        assert f.stat().st_mode & 0o777 == expected, (f, oct(f.stat().st_mode & 0o777))
+    assert np.array_equal(np.load(tmp_path / "deep" / "x.npy"), np.arange(3))
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()], "a temporary file was left behind"
+
+
+def test_atomic_path_leaves_nothing_on_error(tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with datasets.atomic_path(target) as tmp:
+            Path(tmp).write_text("half")
+            raise RuntimeError("killed")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]

@@ -48,6 +48,7 @@ __all__ = [
     "fetch",
     "file_digest",
     "verify_file",
+    "atomic_path",
     "read_mnist_images",
     "read_mnist_labels",
     "load_mnist",
@@ -307,6 +308,41 @@ def _make_temp(directory, name, suffix):
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=suffix)
     os.fchmod(fd, 0o666 & ~_umask())
     return fd, tmp
+
+
+@contextlib.contextmanager
+def atomic_path(final, suffix=".tmp"):
+    """A temporary path next to ``final``, renamed onto it when the ``with`` block succeeds.
+
+    The one atomic-write helper of the package and the workflow: a reader (or a rerun
+    after a crash) sees either no file, the old file or the complete new one, never a
+    partial file. The temporary file is hidden (``.<name>.<random><suffix>``), in the
+    same directory (the rename never crosses file systems), removed if the block raises,
+    and has the mode a plain ``open`` would give (``0o666 & ~umask``: 0644 with the
+    usual umask 022, 0664 with a group's 002), not ``mkstemp``'s owner-only 0600.
+
+    Parameters
+    ----------
+    final : str or Path
+        Destination; its parent directory is created if needed.
+    suffix : str
+        Suffix of the temporary name (e.g. ".npy", which ``np.save`` would otherwise add).
+
+    Yields
+    ------
+    str
+        The temporary path to write.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _make_temp(final.parent, final.name, suffix)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def _normalise_checksums(checksum, algorithm):

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 from ._sparse import issparse
 
-from .datasets import _make_temp
+from .datasets import atomic_path as _atomic_path
 
 __all__ = [
     "identity",
@@ -353,19 +352,6 @@ def _jsonable(obj):
     if isinstance(obj, Path):
         return str(obj)
     return obj
-
-
-@contextlib.contextmanager
-def _atomic_path(final, suffix):
-    final = Path(final)
-    fd, tmp = _make_temp(final.parent, final.stem, suffix)
-    os.close(fd)
-    try:
-        yield tmp
-        os.replace(tmp, final)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def _save_matrix(directory, split, X):

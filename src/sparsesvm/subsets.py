@@ -10,13 +10,9 @@ same on every machine, NumPy version and rerun.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from pathlib import Path
-
 import numpy as np
 
-from .datasets import _make_temp
+from .datasets import atomic_path
 
 __all__ = ["balanced_subsets", "save_subsets", "load_subsets"]
 
@@ -95,18 +91,9 @@ def save_subsets(path, indices, **meta):
     indices : ndarray of int64, shape (n_subsets, L)
     **meta : scalars stored alongside (e.g. ``seed=0, per_class=3``).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _make_temp(path.parent, path.name, ".npz")
-    os.close(fd)
-    try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, indices=np.asarray(indices, dtype=np.int64),
-                     **{k: np.asarray(v) for k, v in meta.items()})
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    with atomic_path(path, ".npz") as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, indices=np.asarray(indices, dtype=np.int64),
+                 **{k: np.asarray(v) for k, v in meta.items()})
 
 
 def load_subsets(path):

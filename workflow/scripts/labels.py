@@ -18,5 +18,6 @@ elif dataset == "news20":
 else:
     raise ValueError(f"no training subsets for dataset {dataset!r}")
 y = np.asarray(y, dtype=np.int64)
-np.save(snakemake.output[0], y)  # noqa: F821
+with datasets.atomic_path(snakemake.output[0], ".npy") as tmp:  # noqa: F821
+    np.save(tmp, y)
 print(f"{dataset}: {y.size} training labels, class sizes {np.bincount(y).tolist()}", file=sys.stderr)

@@ -27,13 +27,13 @@ import json
 import math
 import numbers
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 from .. import core as _core
+from ..datasets import atomic_path
 from ..solvers import DEFAULT_STEP_RATIO
 
 __all__ = [
@@ -118,9 +118,10 @@ def to_jsonable(obj):
 def write_json_atomic(path, obj):
     """Write ``obj`` as JSON to ``path`` atomically (temporary file + ``os.replace``).
 
-    The parent directory is created if needed. The temporary file lives in the
-    same directory, so the final rename never crosses file systems; a reader
-    sees either the old file, no file, or the complete new file.
+    The parent directory is created if needed. Written through
+    :func:`sparsesvm.datasets.atomic_path`: a reader sees either the old file, no
+    file, or the complete new file, and the file has the mode a plain ``open``
+    gives (``0o666 & ~umask``), readable by the group like every other output.
 
     Parameters
     ----------
@@ -135,20 +136,12 @@ def write_json_atomic(path, obj):
         ``path``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(to_jsonable(obj), indent=1, allow_nan=False, sort_keys=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path, ".tmp") as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
     return path
 
 
@@ -178,16 +171,8 @@ def save_coef(path, coef_full):
     if coef_full.ndim != 2:
         raise ValueError(f"coef_full must be 2-D (n_classes, n_features + 1), got shape {coef_full.shape}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.npz", dir=path.parent)
-    os.close(fd)
-    try:
-        np.savez(tmp, coef_full=coef_full)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path, ".tmp.npz") as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, coef_full=coef_full)
     return path
 
 
