@@ -2,12 +2,16 @@
 #   make reproduce   set up .venv and run the reproduction (CONFIG=config/quick.yaml for the miniature,
 #                    MIRROR=/path/to/data to read the datasets from a local mirror, CORES=N)
 #   make test        set up .venv and run the test suite
+# Extra Snakemake options and targets: ARGS, e.g. make reproduce ARGS="--keep-going",
+# ARGS="-n" (dry run), ARGS="table1" (one product), ARGS="--unlock". profiles/default/
+# (read by every run) already adds --rerun-incomplete and --show-failed-logs.
 PYTHON ?= python3
 VENV ?= .venv
 CONFIG ?= config/config.yaml
 CORES ?= all
 MIRROR ?=
 PYTEST_ARGS ?=
+ARGS ?=
 
 STAMP := $(VENV)/.installed
 
@@ -22,7 +26,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 reproduce: $(STAMP)
-	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(CONFIG) $(if $(MIRROR),--config mirror=$(abspath $(MIRROR)))
+	$(VENV)/bin/snakemake $(ARGS) --cores $(CORES) --configfile $(CONFIG) $(if $(MIRROR),--config mirror=$(abspath $(MIRROR)))
 
 quick:
 	$(MAKE) reproduce CONFIG=config/quick.yaml

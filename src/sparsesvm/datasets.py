@@ -21,6 +21,7 @@ Every parser checks what it reads; a file in the wrong format raises
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import hashlib
 import os
@@ -48,6 +49,7 @@ __all__ = [
     "fetch",
     "file_digest",
     "verify_file",
+    "check_downloads",
     "atomic_path",
     "read_mnist_images",
     "read_mnist_labels",
@@ -479,6 +481,37 @@ def verify_file(path, checksum, *, algorithm="sha256", decompressed=False, name=
     return actual
 
 
+def check_downloads(paths, sources):
+    """Check downloaded files again before reading them (every consumer does).
+
+    A file changed after its download (edited, truncated, replaced) is refused, naming
+    it, instead of being read into the features.
+
+    Parameters
+    ----------
+    paths : mapping of str to str or Path
+        Key (e.g. "train_images") -> downloaded file.
+    sources : mapping of str to dict
+        Key -> its entry ``{"checksum", "algorithm", "decompressed", ...}`` (the
+        workflow's ``config["downloads"][dataset]``).
+
+    Raises
+    ------
+    ChecksumError
+        Naming the file, both digests and the way out (delete it, rerun).
+    """
+    for key, path in paths.items():
+        entry = sources[key]
+        algorithm = entry.get("algorithm", "sha256")
+        try:
+            verify_file(path, entry["checksum"], algorithm=algorithm,
+                        decompressed=bool(entry.get("decompressed", False)))
+        except ChecksumError as exc:
+            hint = "changed since its download: delete it and run again to download it again"
+            reason = f"{exc.reason}; {hint}" if exc.reason else hint
+            raise ChecksumError(path, exc.expected, exc.actual, algorithm, reason=reason) from None
+
+
 def _url_to_local_path(url):
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
@@ -596,6 +629,13 @@ def download(
         sources = [str(u) for u in urls]
         if not sources:
             raise ValueError(f"download of {dest}: no URL given")
+
+    # an earlier download killed before its cleanup (SIGKILL, power loss) left its
+    # temporary file: nothing else writes these names (one job per file, and the
+    # workflow locks its results directory)
+    for stale in dest.parent.glob(f".{glob.escape(dest.name)}.*.part"):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
 
     if dest.exists() and not force:
         try:

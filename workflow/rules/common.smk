@@ -479,3 +479,41 @@ TRAIN_CODE = _hash_files(
 )
 #: aggregation, tables and figures
 REPORT_CODE = _hash_files([PACKAGE_DIR / m for m in _REPORT_MODULES])
+
+
+# --------------------------------------------------------------------------- the results lock
+#
+# Snakemake locks the working directory only: a second run from another working
+# directory on the same results directory would run the same jobs. The first run to
+# start jobs locks <results>/.sparsesvm.lock (pid, host, working directory); the other
+# is refused, naming it and the way out. A lock left by a killed run (its pid gone) is
+# taken over. onstart runs only when jobs are about to run (not for dry runs, --lint,
+# "Nothing to be done"), and only in the main Snakemake process (not in cluster jobs).
+
+
+def _results_lock(action):
+    from snakemake.exceptions import WorkflowError
+
+    from sparsesvm.experiments import lock
+
+    if not workflow.is_main_process:
+        return
+    if action == "acquire":
+        try:
+            lock.acquire(RESULTS)
+        except lock.ResultsLockedError as exc:
+            raise WorkflowError(str(exc)) from None
+    else:
+        lock.release(RESULTS)
+
+
+onstart:
+    _results_lock("acquire")
+
+
+onsuccess:
+    _results_lock("release")
+
+
+onerror:
+    _results_lock("release")

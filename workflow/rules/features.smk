@@ -7,10 +7,12 @@
 
 rule labels:
     input:
-        lambda wildcards: {
-            "mnist": [download_file("mnist", "train_labels")],
-            "news20": [download_file("news20", "tarball")],
-        }[wildcards.dataset],
+        unpack(
+            lambda wildcards: {
+                "mnist": {"train_labels": download_file("mnist", "train_labels")},
+                "news20": {"tarball": download_file("news20", "tarball")},
+            }[wildcards.dataset]
+        ),
     output:
         f"{RESULTS}/{{dataset}}/subsets/train_labels.npy",
     params:

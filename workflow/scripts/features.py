@@ -21,6 +21,8 @@ check = {} if snakemake.params.strict else {"expected": None}  # noqa: F821 (fix
 out = snakemake.output[0]  # noqa: F821
 sources = {key: os.path.relpath(path, os.path.dirname(out)) for key, path in inp.items()
            if key != "subsets"}
+# the downloads as they were checked when fetched (a file edited since is refused, named)
+datasets.check_downloads({key: inp[key] for key in sources}, snakemake.config["downloads"][dataset])  # noqa: F821
 
 if dataset == "leukemia":
     ds = datasets.load_leukemia(inp.train, inp.test, inp.samples, **check)

@@ -9,6 +9,8 @@ from sparsesvm import datasets
 
 dataset = snakemake.wildcards.dataset  # noqa: F821
 strict = snakemake.params.strict  # noqa: F821 (false for fixture data: any size)
+# the download as it was checked when fetched (a file edited since is refused, named)
+datasets.check_downloads(dict(snakemake.input.items()), snakemake.config["downloads"][dataset])  # noqa: F821
 if dataset == "mnist":
     n = datasets.MNIST_EXPECTED["n_train"] if strict else None
     y = datasets.read_mnist_labels(snakemake.input[0], expected_n=n)  # noqa: F821
