@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -197,3 +198,177 @@ def test_atomic_path_leaves_nothing_on_error(tmp_path):
             raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+# --------------------------------------------------------------------------- downloads
+
+
+LEUKEMIA_DOWNLOADS = list(fixtures_data.LEUKEMIA_FILES.values())
+
+
+def _e1_config(tmp_path, grids=None, name="e1.yaml"):
+    """config/test.yaml reduced to leukemia and a few E1 training jobs, as one file."""
+    grids = grids or [
+        {"penalty": "l2", "groups": None, "method": "square", "alphas": [1.0]},
+        {"penalty": "l1", "groups": None, "method": "hinge-reg", "alphas": [0.1, 10.0]},
+    ]
+    return _overlay(tmp_path, {"run": ["e1"], "datasets": ["leukemia"], "experiments": {"e1": {"grids": grids}}},
+                    name=name)
+
+
+@pytest.fixture(scope="module")
+def tiny_mirror(tmp_path_factory):
+    mirror = tmp_path_factory.mktemp("mirror")
+    fixtures_data.write_tiny_mirror(mirror)
+    return mirror
+
+
+def test_download_changed_after_fetch_is_refused_on_read_and_on_the_console(tmp_path, tiny_mirror):
+    """A download edited after it was fetched (and checked) is refused by the features job,
+    naming the file, both digests and the way out; the reason is on the console."""
+    results = tmp_path / "results"
+    conf = {"mirror": tiny_mirror, "results": results}
+    cfg = _e1_config(tmp_path)
+    smk(tmp_path, "--cores", "1", targets=[f"results/downloads/{f}" for f in LEUKEMIA_DOWNLOADS],
+        configfiles=[cfg], config={**conf, "results": "results"})
+    victim = results / "downloads" / "leukemia" / "data_set_ALL_AML_train.tsv"
+    lines = victim.read_text().splitlines(keepends=True)
+    fields = lines[1].split("\t")
+    fields[2] = str(float(fields[2]) + 1000.0)  # one expression value, still a valid table
+    lines[1] = "\t".join(fields)
+    victim.write_text("".join(lines))
+    rc, out = smk(tmp_path, "--cores", "1", targets=["e1"], configfiles=[cfg],
+                  config={**conf, "results": "results"}, check=False)
+    assert rc != 0
+    # the reason, on the console (not only in results/logs/leukemia/features.log)
+    assert "checksum mismatch for results/downloads/leukemia/data_set_ALL_AML_train.tsv" in out, out[-4000:]
+    assert "changed since its download: delete it and run again" in out
+    assert not (results / "leukemia" / "features").exists()
+    # the way out works: delete it, run again
+    victim.unlink()
+    smk(tmp_path, "--cores", "1", targets=["e1"], configfiles=[cfg], config={**conf, "results": "results"})
+    assert (results / "tables" / "table1.csv").is_file()
+
+
+def test_check_downloads_refuses_truncated_and_names_the_file(tmp_path, tiny_mirror):
+    cfg = yaml.safe_load(TEST.read_text())["downloads"]["mnist"]
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    data = (tiny_mirror / "mnist" / "train-images-idx3-ubyte.gz").read_bytes()
+    path.write_bytes(data)
+    datasets.check_downloads({"train_images": path}, cfg)  # intact: accepted
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(datasets.ChecksumError, match=f"{path}.*truncated gzip stream; changed since its download"):
+        datasets.check_downloads({"train_images": path}, cfg)
+
+
+def test_stale_part_file_removed_by_the_next_download(tmp_path, tiny_mirror):
+    """A download killed before its cleanup leaves .<name>.<random>.part: the next download removes it."""
+    name = "leukemia/data_set_ALL_AML_train.tsv"
+    entry = yaml.safe_load(TEST.read_text())["downloads"]["leukemia"]["train"]
+    dest = tmp_path / "downloads" / name
+    dest.parent.mkdir(parents=True)
+    stale = dest.parent / f".{dest.name}.k2j4x9ab.part"
+    stale.write_bytes(b"half a file")
+    other = dest.parent / ".data_set_ALL_AML_independent.tsv.abcdefgh.part"  # another file's: left alone
+    other.write_bytes(b"x")
+    datasets.download(entry["urls"], dest, entry["checksum"], mirror=tiny_mirror, name=name)
+    assert dest.read_bytes() == (tiny_mirror / name).read_bytes()
+    assert not stale.exists()
+    assert other.exists()
+    # also when the file is already there and intact (the download returns early)
+    stale.write_bytes(b"half a file")
+    datasets.download(entry["urls"], dest, entry["checksum"], mirror=tiny_mirror, name=name)
+    assert not stale.exists()
+
+
+# --------------------------------------------------------------------------- the results lock
+
+
+def _holder_process():
+    """A live process to stand for another run (killed by the caller)."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+
+
+def _write_lock(results, pid, cwd="/elsewhere"):
+    from sparsesvm.experiments import lock
+
+    results.mkdir(parents=True, exist_ok=True)
+    (results / lock.LOCK_NAME).write_text(json.dumps(
+        {"pid": pid, "host": socket.gethostname(), "cwd": cwd, "started": "earlier", "command": "snakemake"}))
+
+
+def test_results_lock_refuses_a_live_holder_and_takes_over_a_stale_one(tmp_path, capsys):
+    from sparsesvm.experiments import lock
+
+    proc = _holder_process()
+    try:
+        _write_lock(tmp_path, proc.pid)
+        with pytest.raises(lock.ResultsLockedError) as err:
+            lock.acquire(tmp_path)
+        msg = str(err.value)
+        assert f"pid {proc.pid} on host {socket.gethostname()}, working directory /elsewhere" in msg
+        assert f"delete {tmp_path / lock.LOCK_NAME}" in msg and "--config results=" in msg
+        assert not lock.release(tmp_path)  # not ours: left in place
+        assert lock.holder(tmp_path)["pid"] == proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+    # the holder is gone (SIGKILL): its lock is stale and taken over
+    path = lock.acquire(tmp_path)
+    assert "removing the stale lock" in capsys.readouterr().err
+    assert lock.holder(tmp_path)["pid"] == os.getpid()
+    assert lock.acquire(tmp_path) == path  # re-entrant for the holder
+    assert lock.release(tmp_path) and lock.holder(tmp_path) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no temporary file left
+
+
+def test_lock_on_another_host_is_never_taken_over(tmp_path):
+    from sparsesvm.experiments import lock
+
+    (tmp_path / lock.LOCK_NAME).write_text(json.dumps({"pid": 1, "host": "node-that-is-not-here", "cwd": "/x"}))
+    with pytest.raises(lock.ResultsLockedError, match="on host node-that-is-not-here"):
+        lock.acquire(tmp_path)
+
+
+def test_second_run_from_another_working_directory_is_refused(tmp_path, tiny_mirror):
+    """Two runs on one results directory from different working directories: the second
+    is refused before any job, naming the first (Snakemake's own lock is per working directory)."""
+    results = tmp_path / "results"
+    cfg = _e1_config(tmp_path)
+    proc = _holder_process()
+    try:
+        _write_lock(results, proc.pid, cwd="/first/run")
+        second = tmp_path / "second"
+        second.mkdir()
+        rc, out = smk(second, "--cores", "1", targets=["e1"], configfiles=[cfg],
+                      config={"mirror": tiny_mirror, "results": results}, check=False)
+        assert rc != 0
+        assert f"results directory {results} is in use by another run (pid {proc.pid}" in out, out[-3000:]
+        assert "working directory /first/run" in out
+        assert not (results / "downloads").exists(), "a job ran despite the lock"
+    finally:
+        proc.kill()
+        proc.wait()
+    # the first run was killed: the next run takes the stale lock over, runs, and releases it
+    smk(second, "--cores", "1", targets=["e1"], configfiles=[cfg], config={"mirror": tiny_mirror, "results": results})
+    assert (results / "tables" / "table1.csv").is_file()
+    assert not (results / ".sparsesvm.lock").exists()
+
+
+# --------------------------------------------------------------------------- the console
+
+
+def test_make_reproduce_passes_extra_options(tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    proc = subprocess.run(["make", "-n", "-C", str(REPO), "reproduce", 'ARGS=--dry-run table1',
+                           f"VENV={tmp_path / 'venv'}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "snakemake --dry-run table1 --cores all --configfile config/config.yaml" in proc.stdout, proc.stdout
+
+
+def test_default_profile_resumes_and_shows_failed_logs():
+    """Every run (local or SLURM) reads profiles/default: interrupted jobs are redone and a
+    failed job's log is printed on the console."""
+    profile = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+    assert profile == {"rerun-incomplete": True, "show-failed-logs": True}
