@@ -372,3 +372,80 @@ def test_default_profile_resumes_and_shows_failed_logs():
     failed job's log is printed on the console."""
     profile = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
     assert profile == {"rerun-incomplete": True, "show-failed-logs": True}
+
+
+# --------------------------------------------------------------------------- numerically extreme inputs
+
+
+def _brute_norm(Phi, y, K, bias):
+    """||T|| from the definition: (T X)_{l,k} = (X^T psi_l)_k - (X^T psi_l)_{y_l}, psi_l = [phi_l, bias];
+    the matrix of T column by column, then its largest singular value."""
+    L, M = Phi.shape
+    Psi = np.hstack([Phi, np.full((L, 1), bias)])
+    mat = np.zeros((L * K, (M + 1) * K))
+    for j in range(M + 1):
+        for c in range(K):
+            X = np.zeros((M + 1, K))
+            X[j, c] = 1.0
+            S = Psi @ X
+            mat[:, j * K + c] = (S - S[np.arange(L), y][:, None]).ravel()
+    return np.linalg.norm(mat, 2)
+
+
+def test_exact_norm_of_huge_features_is_scaled_not_a_linalg_error():
+    """Phi Phi^T overflows beyond ~1e154: the exact norm is computed on Phi / 2**k.
+    ||T[c Phi, 1]|| = c ||T[Phi, 1/c]|| (T is linear in psi_l), checked by brute force."""
+    from sparsesvm.operator import MulticlassOperator
+
+    rng = np.random.default_rng(3)
+    Phi, y, K = rng.standard_normal((9, 4)), np.arange(9) % 3, 3
+    c = 2.0 ** 600  # 4e180: Phi Phi^T is inf
+    got = MulticlassOperator(Phi * c, y, K).exact_norm()
+    assert np.isfinite(got)
+    assert got == pytest.approx(c * _brute_norm(Phi, y, K, 1.0 / c), rel=1e-10)
+    # and the usual (unscaled) path still equals the brute force
+    assert MulticlassOperator(Phi, y, K).exact_norm() == pytest.approx(_brute_norm(Phi, y, K, 1.0), rel=1e-10)
+
+
+@pytest.mark.parametrize("scale, n", [(1e200, 30), (1e160, 30), (1e160, 400), (1e300, 400)],
+                         ids=["1e200", "1e160", "1e160-power-iteration", "1e300-power-iteration"])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "square", "ova"])
+def test_huge_but_finite_features_get_a_value_error_saying_what_to_do(scale, n, method):
+    from sparsesvm import SparseSVC
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((n, 5)), np.arange(n) % 3
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="too large for float64.*Rescale X, e.g. divide it by"):
+        SparseSVC(method=method, penalty="l1", alpha=1.0, max_iter=50).fit(X * scale, y)
+
+
+def test_operator_norm_too_large_for_the_solvers_says_so():
+    """Entries below the bound, but so many that ||T|| exceeds it: the operator's check."""
+    from sparsesvm.operator import MAX_NORM, MulticlassOperator
+
+    X = np.full((40, 400), 0.5 * MAX_NORM)
+    y = np.arange(40) % 2
+    for method in ("exact", "power"):
+        with np.errstate(all="ignore"), pytest.raises(ValueError, match="is too large for float64.*Rescale X"):
+            MulticlassOperator(X, y, 2).norm(method=method)
+
+
+def test_large_but_usable_features_still_fit():
+    """1e100: ||T||**2 ~ 1e200 is still finite, the fit runs and predicts as on X itself."""
+    from sparsesvm import SparseSVC
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 5)), np.arange(30) % 3
+    clf = SparseSVC(method="square", penalty="l2", alpha=1e-200, max_iter=500).fit(X * 1e100, y)
+    assert np.all(np.isfinite(clf.coef_))
+    assert clf.predict(X * 1e100).shape == (30,)
+
+
+@pytest.mark.parametrize("owner", ["SparseSVC", "CrammerSingerSVC"])
+def test_mixed_label_types_get_a_value_error(owner):
+    import sparsesvm
+
+    X = np.random.default_rng(0).standard_normal((6, 3))
+    y = np.array(["a", 1, "b", "a", 1, "b"], dtype=object)
+    with pytest.raises(ValueError, match=r"cannot be sorted together \(types \['int', 'str'\].*y.astype\(str\)"):
+        getattr(sparsesvm, owner)().fit(X, y)

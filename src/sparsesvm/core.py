@@ -27,7 +27,7 @@ import numpy as np
 
 from . import solvers as _solvers
 from ._sparse import issparse
-from .operator import MulticlassOperator
+from .operator import MAX_NORM, MulticlassOperator
 from .penalties import make_penalty
 
 __all__ = [
@@ -292,6 +292,34 @@ def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stop
                      family["methods"][method])
 
 
+def check_label_types(y, owner="SparseSVC"):
+    """Refuse labels that cannot be sorted together (e.g. str and int mixed in an object array).
+
+    Parameters
+    ----------
+    y : array_like of shape (n_samples,)
+    owner : str
+        Estimator named in the error message.
+
+    Raises
+    ------
+    ValueError
+        Naming the label types found and what to do (instead of numpy's bare
+        ``TypeError: '<' not supported``).
+    """
+    y = np.asarray(y)
+    if y.dtype != object:
+        return
+    kinds = sorted({type(v).__name__ for v in y.ravel().tolist()})
+    try:
+        np.unique(y)
+    except TypeError as exc:
+        raise ValueError(
+            f"{owner}: the labels in y cannot be sorted together (types {kinds}: {exc}); "
+            "use labels of one type, e.g. y.astype(str)"
+        ) from None
+
+
 def encode_labels(y, owner="SparseSVC"):
     """Sorted classes and class indices of ``y``.
 
@@ -311,11 +339,13 @@ def encode_labels(y, owner="SparseSVC"):
     Raises
     ------
     ValueError
-        If ``y`` is not 1-D or has fewer than 2 classes.
+        If ``y`` is not 1-D, has fewer than 2 classes, or mixes labels that cannot
+        be sorted together (e.g. str and int).
     """
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D (n_samples,), got shape {y.shape}")
+    check_label_types(y, owner)
     classes, y_idx = np.unique(y, return_inverse=True)
     if classes.size < 2:
         got = f"1 class ({classes[0]!r})" if classes.size else "no samples"
@@ -415,6 +445,15 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
         X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.shape[0] and X.shape[1] and (X.size if not issparse(X) else X.nnz):
+        amax = max(float(X.max()), -float(X.min()))
+        if MAX_NORM < amax < np.inf:  # then ||T|| > MAX_NORM too (NaN, inf, the rest: the operator)
+            raise ValueError(
+                f"{owner}: X has entries up to {amax:.3g} in absolute value, too large for float64 "
+                f"arithmetic (the solvers use ||T||**2 >= {amax:.3g}**2). Rescale X, e.g. divide it by "
+                f"{amax:.3g} (its largest entry) or standardise its features "
+                "(sklearn.preprocessing.StandardScaler), and fit again"
+            )
     classes, y_idx = encode_labels(y, owner)
     K = classes.size
     L, M = X.shape

@@ -208,6 +208,7 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
                                     self.step_ratio, self.solver, self.stopping, self.trace)
         X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                               ensure_min_samples=2)
+        _core.check_label_types(y, "SparseSVC")
         check_classification_targets(y)
         res = _core.fit(params, X, y, groups=self.groups, reference_coef=self.reference_coef,
                         owner="SparseSVC")
@@ -287,6 +288,7 @@ class CrammerSingerSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         max_iter = _core._check_max_iter(self.max_iter)
         X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                               ensure_min_samples=2)
+        _core.check_label_types(y, "CrammerSingerSVC")
         check_classification_targets(y)
         self.classes_, y_idx = _core.encode_labels(y, "CrammerSingerSVC")
         K = self.classes_.size

@@ -18,12 +18,15 @@ import numbers
 import numpy as np
 from ._sparse import issparse
 
-__all__ = ["MulticlassOperator", "EXACT_NORM_MAX_SIZE"]
+__all__ = ["MulticlassOperator", "EXACT_NORM_MAX_SIZE", "MAX_NORM"]
 
 #: ``MulticlassOperator.norm`` computes ``||T||`` exactly (eigenvalues of the
 #: (L K) x (L K) matrix ``T T^T``) up to this ``n_samples * n_classes``, by power
 #: iteration above (the exact form is cheaper up to about this size).
 EXACT_NORM_MAX_SIZE = 600
+#: Largest ``||T||`` the solvers can use: their step sizes and Lipschitz constants hold
+#: ``||T||**2`` times ``1/alpha``, which must stay finite in float64 (max ~1.8e308).
+MAX_NORM = 1e150
 
 
 class MulticlassOperator:
@@ -267,7 +270,7 @@ class MulticlassOperator:
         if method == "exact" or (
             method == "auto" and self.n_samples * self.n_classes <= EXACT_NORM_MAX_SIZE
         ):
-            self.norm_ = self.exact_norm()
+            self.norm_ = self._usable(self.exact_norm())
             return self.norm_
         if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
             raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
@@ -305,10 +308,23 @@ class MulticlassOperator:
                 est = new
                 break
             est = new
+        est = self._usable(est)
         self.norm_ = est
         if key is not None:
             self._norm_cache[key] = est
         return est
+
+    def _usable(self, norm):
+        """``norm`` if the solvers can use it (finite, ``<= MAX_NORM``); else a ValueError saying what to do."""
+        if np.isfinite(norm) and norm <= MAX_NORM:
+            return norm
+        amax = float(abs(self.Phi).max()) if self.Phi.size else 0.0
+        raise ValueError(
+            f"||T|| = {norm:.3g} is too large for float64 arithmetic (the solvers use ||T||**2, "
+            f"at most {MAX_NORM:.0e}**2): X has entries up to {amax:.3g} in absolute value. "
+            f"Rescale X, e.g. divide it by {amax:.3g} (its largest entry) or standardise its "
+            "features (sklearn.preprocessing.StandardScaler), and fit again"
+        )
 
     def gram(self):
         """The Gram matrix ``Phi Phi^T`` of the samples, dense, computed once.
@@ -340,12 +356,26 @@ class MulticlassOperator:
         ``A_l A_m^T = I - e_{z_m} 1^T - 1 e_{z_l}^T + [z_l = z_m] 1 1^T``.
         Costs ``O(L^2 M)`` for ``Q`` and ``O((L K)^3)`` for the eigenvalues:
         use it for small ``L K`` (about 0.015 s at L K = 300, where 200 power
-        iterations on M = 3969 features take about 0.2 s).
+        iterations on M = 3969 features take about 0.2 s). When ``Phi Phi^T``
+        overflows (entries above ~1e154), ``Q`` is formed from ``Phi / s`` with ``s``
+        a power of two and the result multiplied by ``s``, so the value stays right
+        (and :meth:`norm` says it is too large for the solvers, instead of LAPACK
+        failing on infinities).
         """
         if "exact" in self._norm_cache:
             return self._norm_cache["exact"]
         L, K = self.n_samples, self.n_classes
-        Q = self.gram() + 1.0
+        with np.errstate(over="ignore"):
+            Q = self.gram() + 1.0
+        scale = 1.0
+        if not np.all(np.isfinite(Q)):
+            # Phi Phi^T overflows (entries of Phi above ~1e154): the same matrix divided by
+            # scale**2, a power of two (exact), and lmax scaled back below
+            amax = float(abs(self.Phi).max())
+            scale = float(np.ldexp(1.0, int(np.frexp(amax)[1])))
+            P = self.Phi / scale
+            Q = P @ P.T
+            Q = (Q.toarray() if self._sparse else np.asarray(Q)) + (1.0 / scale) ** 2
         Z = np.zeros((L, K))
         Z[self._rows, self.y_idx] = 1.0
         same = Z @ Z.T
@@ -353,6 +383,6 @@ class MulticlassOperator:
              + same[:, None, :, None])
         B = (Q[:, None, :, None] * C).reshape(L * K, L * K)
         lmax = float(np.linalg.eigvalsh(B)[-1])
-        est = float(np.sqrt(max(lmax, 0.0)))
+        est = float(np.sqrt(max(lmax, 0.0))) * scale
         self._norm_cache["exact"] = est
         return est
