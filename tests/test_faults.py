@@ -449,3 +449,99 @@ def test_mixed_label_types_get_a_value_error(owner):
     y = np.array(["a", 1, "b", "a", 1, "b"], dtype=object)
     with pytest.raises(ValueError, match=r"cannot be sorted together \(types \['int', 'str'\].*y.astype\(str\)"):
         getattr(sparsesvm, owner)().fit(X, y)
+
+
+# --------------------------------------------------------------------------- fault injection
+
+
+TIMING_FIELDS = {"fit_time_s", "fit_wall_time_s"}
+
+
+def _descendants_running(root_pid, needle):
+    """Pids of the processes below `root_pid` whose command line contains every string of `needle`."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            parents[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmd)
+    found = []
+    for pid, (_, cmd) in parents.items():
+        if not all(n in cmd for n in needle):
+            continue
+        p = pid
+        while p in parents and p != root_pid:
+            p = parents[p][0]
+        if p == root_pid:
+            found.append(pid)
+    return found
+
+
+def _snakemake_cmd(workdir, cfg, results, mirror, *args):
+    return [snakemake_exe(), "e1", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+            "--configfile", str(cfg), "--config", f"mirror={mirror}", f"results={results}", *args]
+
+
+def _records(results):
+    out = {}
+    for p in sorted(results.glob("leukemia/runs/**/*.json")):
+        rec = json.loads(p.read_text())
+        out[p.relative_to(results).as_posix()] = {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the job's process")
+def test_training_job_killed_mid_run_is_recomputed_alone_with_identical_results(tmp_path, tiny_mirror):
+    """SIGKILL to one training job's process: the run fails naming it; running the same
+    command again recomputes exactly that job (and the table made from it), leaves every
+    other record untouched, and the results equal those of an uninterrupted run."""
+    cfg = _e1_config(tmp_path, grids=[
+        {"penalty": "l2", "groups": None, "method": "square", "alphas": [1.0]},
+        {"penalty": "l1", "groups": None, "method": "hinge-reg", "alphas": [0.1, 10.0]},
+        {"penalty": "l1", "groups": None, "method": "logit", "alphas": [1.0]},
+    ])
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+
+    # the reference: one uninterrupted run
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    subprocess.run(_snakemake_cmd(ref, cfg, ref / "results", tiny_mirror, "--cores", "2"),
+                   check=True, capture_output=True, env=env, timeout=900)
+    expected = _records(ref / "results")
+    assert len(expected) == 4
+
+    # the same run, one training job killed with SIGKILL while it runs
+    work = tmp_path / "faulty"
+    work.mkdir()
+    results = work / "results"
+    proc = subprocess.Popen(_snakemake_cmd(work, cfg, results, tiny_mirror, "--cores", "1", "--keep-going"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    killed, deadline = [], time.monotonic() + 600
+    while not killed and proc.poll() is None and time.monotonic() < deadline:
+        for pid in _descendants_running(proc.pid, [".snakemake/scripts/", "train.py"]):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        time.sleep(0.02)
+    out, _ = proc.communicate(timeout=900)
+    assert killed, "no training job seen running"
+    assert proc.returncode != 0, out[-3000:]
+    assert "Error in rule train" in out
+    got = _records(results)
+    missing = sorted(set(expected) - set(got))
+    assert len(missing) == 1, (missing, out[-3000:])  # --keep-going: the other jobs finished
+    assert not (results / ".sparsesvm.lock").exists(), "the failed run did not release its lock"
+
+    # running the same command again: exactly that job, then what is made from it
+    before = {p: p.stat().st_mtime_ns for p in results.glob("leukemia/runs/**/*.json")}
+    rerun = subprocess.run(_snakemake_cmd(work, cfg, results, tiny_mirror, "--cores", "1"),
+                           capture_output=True, text=True, env=env, timeout=900)
+    assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
+    stats = job_stats(rerun.stdout + rerun.stderr)
+    assert stats == {"train": 1, "aggregate": 1, "table1": 1, "e1": 1}, stats
+    assert all(p.stat().st_mtime_ns == t for p, t in before.items()), "a finished record was rewritten"
+    assert _records(results) == expected
+    assert (results / "tables" / "table1.csv").read_text() == (ref / "results" / "tables" / "table1.csv").read_text()
