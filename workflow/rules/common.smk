@@ -387,6 +387,42 @@ if _SPEC is None or not _SPEC.submodule_search_locations:
     raise ConfigError("the sparsesvm package is not importable: install it (pip install -e .[workflow])")
 PACKAGE_DIR = Path(list(_SPEC.submodule_search_locations)[0])
 
+_DATA_MODULES = ("datasets.py", "features.py", "subsets.py")
+_REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py")
+#: used by the workflow itself, by no job (editing them reruns nothing)
+_WORKFLOW_MODULES = ("experiments/lock.py",)
+
+
+def _hash_files(paths):
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        rel = path.relative_to(PACKAGE_DIR).as_posix()
+        digest.update(rel.encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"<missing>")
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+_ALL_MODULES = [p for p in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts]
+#: data preparation: downloads' parsers, features, subsets
+DATA_CODE = _hash_files([PACKAGE_DIR / m for m in _DATA_MODULES])
+#: training: every module except the data preparation and the tables/figures code
+TRAIN_CODE = _hash_files(
+    [
+        p
+        for p in _ALL_MODULES
+        if p.relative_to(PACKAGE_DIR).as_posix() not in _DATA_MODULES + _REPORT_MODULES + _WORKFLOW_MODULES
+    ]
+)
+#: aggregation, tables and figures
+REPORT_CODE = _hash_files([PACKAGE_DIR / m for m in _REPORT_MODULES])
+
+
+# --------------------------------------------------------------------------- sizes against the data
+#
+# Checked when the DAG is built (before any download), naming the key and the limit,
+# instead of in the first job that meets them.
+
 
 def data_limits(cfg, dataset):
     """What the sizes in the config must fit, as far as known before any job runs.
@@ -452,33 +488,6 @@ def check_sizes(cfg):
 
 
 check_sizes(config)
-_DATA_MODULES = ("datasets.py", "features.py", "subsets.py")
-_REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py")
-
-
-def _hash_files(paths):
-    digest = hashlib.sha256()
-    for path in sorted(paths):
-        rel = path.relative_to(PACKAGE_DIR).as_posix()
-        digest.update(rel.encode() + b"\0")
-        digest.update(path.read_bytes() if path.exists() else b"<missing>")
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
-
-
-_ALL_MODULES = [p for p in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts]
-#: data preparation: downloads' parsers, features, subsets
-DATA_CODE = _hash_files([PACKAGE_DIR / m for m in _DATA_MODULES])
-#: training: every module except the data preparation and the tables/figures code
-TRAIN_CODE = _hash_files(
-    [
-        p
-        for p in _ALL_MODULES
-        if p.relative_to(PACKAGE_DIR).as_posix() not in _DATA_MODULES + _REPORT_MODULES
-    ]
-)
-#: aggregation, tables and figures
-REPORT_CODE = _hash_files([PACKAGE_DIR / m for m in _REPORT_MODULES])
 
 
 # --------------------------------------------------------------------------- the results lock
