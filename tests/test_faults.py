@@ -146,6 +146,7 @@ def test_download_names_confined_to_their_dataset_folder(tmp_path, name, message
     assert "file" in out and message in out, out[-3000:]
 
 
+@pytest.mark.mirror
 def test_known_class_counts_are_the_real_data(mirror_dir):
     """The class counts checked at DAG-build time are those of the mirror's files."""
     y = datasets.read_mnist_labels(mirror_dir / "mnist" / "train-labels-idx1-ubyte.gz")
