@@ -546,3 +546,46 @@ def test_training_job_killed_mid_run_is_recomputed_alone_with_identical_results(
     assert all(p.stat().st_mtime_ns == t for p, t in before.items()), "a finished record was rewritten"
     assert _records(results) == expected
     assert (results / "tables" / "table1.csv").read_text() == (ref / "results" / "tables" / "table1.csv").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the job's process")
+def test_snakemake_killed_mid_run_then_lock_message_unlock_and_resume(tmp_path, tiny_mirror):
+    """SIGKILL to Snakemake and its job (a power cut): the next run's first message is the
+    lock and its way out (--unlock), not an IncompleteFilesException; after --unlock the
+    same command takes over the stale results lock and redoes the interrupted job."""
+    cfg = _e1_config(tmp_path)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    results = tmp_path / "results"
+    cmd = _snakemake_cmd(tmp_path, cfg, results, tiny_mirror, "--cores", "1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline, victims = time.monotonic() + 600, []
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _descendants_running(proc.pid, [".snakemake/scripts/", "train.py"]):
+            # the whole tree below Snakemake, before it is orphaned
+            victims = [pid for pid in _descendants_running(proc.pid, [""]) if pid != proc.pid]
+            break
+        time.sleep(0.02)
+    assert victims, "no training job seen running"
+    proc.kill()
+    proc.wait()
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert (results / ".sparsesvm.lock").exists()  # left behind by the killed run
+
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    out = second.stdout + second.stderr
+    assert second.returncode != 0
+    assert "LockException" in out and "--unlock" in out, out[-3000:]
+    assert "IncompleteFilesException" not in out
+
+    subprocess.run(cmd + ["--unlock"], check=True, capture_output=True, env=env, timeout=900)
+    third = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    out = third.stdout + third.stderr
+    assert third.returncode == 0, out[-3000:]
+    assert f"removing the stale lock of a run that ended without releasing it (pid {proc.pid}" in out
+    assert (results / "tables" / "table1.csv").is_file()
+    assert not (results / ".sparsesvm.lock").exists()
