@@ -28,4 +28,5 @@ include: "workflow/rules/report.smk"
 rule all:
     input:
         [product_files(e) for e in selected_experiments()],
+        COMPARISON,
     default_target: True

@@ -358,7 +358,8 @@ if _SPEC is None or not _SPEC.submodule_search_locations:
     raise ConfigError("the sparsesvm package is not importable: install it (pip install -e .[workflow])")
 PACKAGE_DIR = Path(list(_SPEC.submodule_search_locations)[0])
 _DATA_MODULES = ("datasets.py", "features.py", "subsets.py")
-_REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py")
+_REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py",
+                   "experiments/compare.py", "experiments/publish.py")
 
 
 def _hash_files(paths):

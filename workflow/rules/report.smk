@@ -153,3 +153,31 @@ localrules:
     mnist,
     news20,
     all,
+
+
+# --------------------------------------------------------------------------- the paper against the reproduction
+# Table 1 cell by cell and claims C1-C14 with computed verdicts, from the tidy tables of
+# the selected experiments (a claim whose experiment is not selected reads "not run").
+
+PAPER_NUMBERS = str(Path(workflow.basedir) / "workflow" / "resources" / "paper.yaml")
+COMPARISON = [f"{RESULTS}/tables/paper_comparison.{ext}" for ext in ("csv", "md")]
+
+
+rule paper_comparison:
+    input:
+        runs=[runs_table(e) for e in selected_experiments()],
+        paper=PAPER_NUMBERS,
+    output:
+        csv=report(COMPARISON[0], caption="../report/paper_comparison.rst", category="Paper comparison"),
+        md=report(COMPARISON[1], caption="../report/paper_comparison.rst", category="Paper comparison"),
+    params:
+        code=REPORT_CODE,
+        experiments=selected_experiments(),
+    log:
+        f"{LOGS}/products/paper_comparison.log",
+    benchmark:
+        f"{BENCH}/products/paper_comparison.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    script:
+        "../scripts/paper_comparison.py"
