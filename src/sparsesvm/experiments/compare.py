@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .aggregate import best_alpha, method_label
+from .tables import format_count, table1_long
 
 __all__ = [
     "VERDICTS",
@@ -297,10 +298,9 @@ def table1_comparison(e1, paper):
         Columns ``regulariser``, ``paper_column``, ``method`` (line label),
         ``paper_errors``, ``errors``, ``errors_diff`` (reproduction - paper),
         ``paper_nnz_per_class``, ``nnz_per_class``, ``paper_nnz``, ``nnz``,
-        ``n_test``, ``alpha``, ``at_grid_edge``; ``errors`` etc. are NaN where
+        ``paper_n_test``, ``n_test`` (the run's), ``alpha``, ``at_grid_edge``; ``errors`` etc. are NaN where
         the cell was not run.
     """
-    from .tables import table1_long
 
     t1 = paper["table1"]
     long = table1_long(e1) if e1 is not None and len(e1) else None
@@ -313,6 +313,7 @@ def table1_comparison(e1, paper):
                        "paper_nnz_per_class": "+".join(str(int(v)) for v in cell["nnz_per_class"]),
                        "paper_nnz": int(sum(cell["nnz_per_class"])), "errors": np.nan,
                        "nnz_per_class": "not run", "nnz": np.nan, "n_test": int(t1["n_test"]),
+                       "paper_n_test": int(t1["n_test"]),
                        "alpha": np.nan, "at_grid_edge": False}
                 if long is not None:
                     base = long["method"].str.partition(" [")[0]
@@ -623,7 +624,7 @@ def _claim_C13(t):
     decreasing = [float(s.iloc[0]) >= float(s.iloc[-1]) for _, s in adv if len(s) > 1]
     part2 = bool(decreasing) and all(decreasing)
     verdict = part1 if part1 != "agrees" else ("agrees" if part2 else "inconclusive")
-    adv_txt = "; ".join(f"{e}: " + ", ".join(f"L={int(L)} {v:+.2f}" for L, v in s.items()) for e, s in adv)
+    adv_txt = "; ".join(f"{e}: " + ", ".join(f"L={int(L)} {v + 0.0:+.2f}" for L, v in s.items()) for e, s in adv)
     return {"verdict": verdict,
             "statement": "E2 and E3: mean test error (%) at the best alpha, hinge-reg and hinge-con against "
                          "the smooth losses (square, logit), per L; agrees when hinge is better more often "
@@ -723,8 +724,9 @@ def compare(tables, paper):
     for r in t1.itertuples():
         item = f"{r.regulariser} / {r.paper_column} / {r.method}"
         ran = np.isfinite(r.errors)
-        rows.append({"section": "table1", "item": item, "quantity": f"test errors (of {r.n_test})",
-                     "paper": str(r.paper_errors), "reproduction": _fmt(r.errors, 1) if ran else "not run",
+        rows.append({"section": "table1", "item": item,
+                     "quantity": f"test errors (paper: of {r.paper_n_test}; here: of {r.n_test})",
+                     "paper": str(r.paper_errors), "reproduction": format_count(r.errors) if ran else "not run",
                      "difference": r.errors_diff, "verdict": "", "statement": ""})
         rows.append({"section": "table1", "item": item, "quantity": "non-zero weights per class",
                      "paper": r.paper_nnz_per_class, "reproduction": r.nnz_per_class,
@@ -770,8 +772,9 @@ def to_markdown(t1, claims, subsets=None):
         ran = np.isfinite(r.errors)
         alpha = (f"{r.alpha:.3g}" + (" (grid edge)" if r.at_grid_edge else "")) if ran else ""
         lines.append("| " + " | ".join(_md_cell(v) for v in (
-            r.regulariser, r.paper_column, r.method, f"{r.paper_errors}/{r.n_test}",
-            f"{_fmt(r.errors, 1)}/{r.n_test}" if ran else "not run", f"{r.errors_diff:+.1f}" if ran else "",
+            r.regulariser, r.paper_column, r.method, f"{r.paper_errors}/{r.paper_n_test}",
+            f"{format_count(r.errors)}/{r.n_test}" if ran else "not run",
+            f"{r.errors_diff:+.1f}" if ran else "",
             r.paper_nnz_per_class, r.nnz_per_class, alpha)) + " |")
     lines += ["", "## Comparisons behind each claim", ""]
     for c in claims:
