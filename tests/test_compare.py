@@ -288,3 +288,23 @@ def test_write_comparison_files(tmp_path, paper):
     for i in range(1, 15):
         assert f"| C{i} |" in text
     assert text.count("| l1inf |") == 5 and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_c3_with_other_regularisers(paper):
+    """C3 is measurable when E2 runs other regularisers: l1,inf never worse -> agrees."""
+    base = [curve(m, "l1inf", 30, BASE, jitter=[0, 0.1, 0.2]) for m in ("hinge-reg", "square")]
+    worse_l1 = [curve(m, "l1", 30, [b + 3 for b in BASE], jitter=[0, 0.1, 0.2]) for m in ("hinge-reg", "square")]
+    better_l1 = [curve(m, "l1", 30, [b - 3 for b in BASE], jitter=[0, 0.1, 0.2]) for m in ("hinge-reg", "square")]
+    assert claim(compare.claims_comparison({"e2": frame(*base, *worse_l1)}, paper), "C3")["verdict"] == "agrees"
+    assert claim(compare.claims_comparison({"e2": frame(*base, *better_l1)}, paper), "C3")["verdict"] == "disagrees"
+
+
+def test_c13_needs_the_advantage_at_small_L(paper):
+    """Hinge better everywhere, but by more at the largest L than at the smallest: inconclusive."""
+    rows = []
+    for L, gain in ((30, 0.5), (100, 3.0)):
+        rows += [curve(m, "l1inf", L, [b - gain for b in BASE]) for m in ("hinge-reg", "hinge-con")]
+        rows += [curve(m, "l1inf", L, BASE) for m in ("square", "logit")]
+    c13 = claim(compare.claims_comparison({"e2": frame(*rows)}, paper), "C13")
+    assert c13["verdict"] == "inconclusive"
+    assert "L=30 +0.50, L=100 +3.00" in c13["reproduction"]

@@ -231,6 +231,22 @@ def test_publish_step(comparison_run, tmp_path):
     assert prov["time"]["jobs_wall_s"] == pytest.approx(sum(walls), abs=0.02)
     assert prov["time"]["span_wall_s"] >= max(walls) - 0.01
     assert prov["time"]["preparation"]["n_jobs"] >= 1 and expected_jobs
+    # the README block: Table 1 and the figure inline, one sentence each, times, every link resolves
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n" + publish.BEGIN + "\nold\n" + publish.END + "\noutro\n")
+    text = publish.update_readme(readme, dest)
+    assert text.startswith("intro\n") and text.endswith("outro\n") and "\nold\n" not in text
+    assert (dest / "e1" / "table1.md").read_text().strip() in text
+    assert "![Figure 3](docs/results/e4/figure3.png)" in text
+    assert publish.DESCRIPTIONS["e1"] in text and publish.DESCRIPTIONS["e4"] in text
+    assert publish.DESCRIPTIONS["e2"] not in text  # not published
+    hours = f"{prov['time']['span_wall_s'] / 3600:.2f} h"
+    assert re.search(rf"\| e4 \| 1 \| {len(files)} \| {re.escape(hours)} \|", text), text
+    assert all((tmp_path / t).is_file() for t in _links(text))
+    assert "docs/results/paper_comparison.md" in _links(text)
+    with pytest.raises(ValueError, match="expected one block"):
+        publish.update_readme(tmp_path / "README.md.bad" if (tmp_path / "README.md.bad").write_text("x") else None,
+                              dest)
     # a size limit leaves files out and says so
     small = publish.publish(results, ["e1"], [FULL, TEST], tmp_path / "small", max_bytes=10)
     assert small["e1"]["files"] == [] and {d["file"] for d in small["e1"]["left_out"]} >= {"table1.csv"}

@@ -22,7 +22,6 @@ import argparse
 import datetime as _dt
 import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import shutil
@@ -33,8 +32,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from .runner import write_json_atomic
+
 __all__ = ["PRODUCTS", "PACKAGES", "experiment_files", "job_times", "machine", "versions",
-           "merged_config", "publish_experiment", "publish", "main"]
+           "merged_config", "publish_experiment", "publish", "results_section", "update_readme", "main"]
 
 #: Product of each experiment: Table 1 (E1) or the figure number.
 PRODUCTS = {"e1": "table1", "e2": 1, "e3": 2, "e4": 3, "e5": 4}
@@ -53,21 +54,6 @@ def _copy_atomic(src, dst):
     try:
         shutil.copyfile(src, tmp)
         os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _write_json_atomic(path, obj):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=1, sort_keys=False)
-            fh.write("\n")
-        os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -276,7 +262,7 @@ def publish_experiment(results, exp_id, cfg, configfiles, dest, command=None, re
         "files": copied,
         "left_out": left_out,
     }
-    _write_json_atomic(out_dir / "provenance.json", prov)
+    write_json_atomic(out_dir / "provenance.json", prov)
     return prov
 
 
@@ -297,6 +283,101 @@ def publish(results, experiments, configfiles, dest, command=None, repo=".", max
     return out
 
 
+#: One sentence per product: what it shows (not what it finds).
+DESCRIPTIONS = {
+    "e1": "Table 1 (E1, leukemia): test errors out of 34 and non-zero weights per class for each "
+          "regulariser and method, at each cell's best alpha by test error.",
+    "e2": "Figure 1 (E2, MNIST scattering, l1,inf): mean test error and % zero weights against alpha for "
+          "each method, one panel pair per training size L, with the spread over subsets and the best alpha "
+          "circled.",
+    "e3": "Figure 2 (E3, 20 Newsgroups TF-IDF, l1,2 across classes): as Figure 1.",
+    "e4": "Figure 3 (E4, MNIST, l1,inf): mean fit time against alpha per method and L, and the distance to "
+          "the reference solution against time at each method's best alpha.",
+    "e5": "Figure 4 (E5, MNIST, l2): mean fit time against alpha per method and L beside the liblinear "
+          "Crammer-Singer peer, and the weights above 1e-5 of l2 against l1,inf at the largest L.",
+}
+BEGIN = "<!-- published-results:begin (written by python -m sparsesvm.experiments.publish) -->"
+END = "<!-- published-results:end -->"
+
+
+def _hours(seconds):
+    return "n/a" if seconds is None else f"{seconds / 3600:.2f} h"
+
+
+def results_section(dest, relative_to):
+    """Markdown of the published results in ``dest``: Table 1 inline, the figures inline (PNG)
+    with one sentence each, the paper comparison's link, and each experiment's times.
+
+    Parameters
+    ----------
+    dest : path-like
+        The published folder.
+    relative_to : path-like
+        Directory of the Markdown file that will hold the section (links are relative to it).
+    """
+    dest = Path(dest)
+    rel = Path(os.path.relpath(dest, relative_to)).as_posix()
+    provs = {e: Path(dest) / e / "provenance.json" for e in PRODUCTS}
+    provs = {e: p for e, p in provs.items() if p.is_file()}
+    lines = ["### Published results", ""]
+    if not provs:
+        lines += [f"Nothing is published in `{rel}/` yet: `make record` runs `config/record.yaml` and "
+                  "writes this section.", ""]
+        return "\n".join(lines)
+    import json
+
+    lines += ["| experiment | subsets | jobs | wall time (span) | sum of job wall times | CPU time | commit |",
+              "|---|---|---|---|---|---|---|"]
+    for e, p in provs.items():
+        prov = json.loads(p.read_text(encoding="utf-8"))
+        t = prov["time"]
+        lines.append(f"| {e} | {prov['settings']['n_subsets']} | {t['n_jobs']} | {_hours(t['span_wall_s'])} | "
+                     f"{_hours(t['jobs_wall_s'])} | {_hours(t['jobs_cpu_s'])} | {str(prov['commit'])[:10]} |")
+    lines += ["", f"Provenance (machine, versions, command): `{rel}/<experiment>/provenance.json`.", ""]
+    for e in provs:
+        product = PRODUCTS[e]
+        lines += [DESCRIPTIONS[e], ""]
+        if product == "table1":
+            md = dest / e / "table1.md"
+            if md.is_file():
+                lines += [md.read_text(encoding="utf-8").strip(), ""]
+        else:
+            png = dest / e / f"figure{product}.png"
+            if png.is_file():
+                lines += [f"![Figure {product}]({rel}/{e}/figure{product}.png)", ""]
+    if (dest / "paper_comparison.md").is_file():
+        lines += [f"The paper against this run, claim by claim: [{rel}/paper_comparison.md]"
+                  f"({rel}/paper_comparison.md).", ""]
+    return "\n".join(lines)
+
+
+def update_readme(readme, dest):
+    """Replace the block between ``BEGIN`` and ``END`` of ``readme`` by :func:`results_section`.
+
+    Raises
+    ------
+    ValueError
+        If the README has not exactly one such block.
+    """
+    readme = Path(readme)
+    text = readme.read_text(encoding="utf-8")
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        raise ValueError(f"{readme}: expected one block between {BEGIN!r} and {END!r}")
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    new = head + BEGIN + "\n" + results_section(dest, readme.parent) + "\n" + END + tail
+    fd, tmp = tempfile.mkstemp(prefix=f".{readme.name}.", suffix=".tmp", dir=readme.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(new)
+        os.replace(tmp, readme)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return new
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m sparsesvm.experiments.publish",
@@ -309,9 +390,14 @@ def main(argv=None):
     parser.add_argument("--dest", default="docs/results", help="published folder (default: docs/results)")
     parser.add_argument("--command", default=None, help="the command that produced the results (recorded)")
     parser.add_argument("--max-bytes", type=int, default=MAX_BYTES, help="largest file published (bytes)")
+    parser.add_argument("--readme", default="README.md",
+                        help="Markdown file whose published-results block is rewritten (default: README.md; "
+                             "'' for none)")
     args = parser.parse_args(argv)
     configfiles = ["config/config.yaml"] + [c for c in (args.configfile or []) if c != "config/config.yaml"]
     out = publish(args.results, args.experiments, configfiles, args.dest, args.command, ".", args.max_bytes)
+    if args.readme:
+        update_readme(args.readme, args.dest)
     for e, prov in out.items():
         t = prov["time"]
         print(f"{e}: {len(prov['files'])} files -> {Path(args.dest) / e}; {t['n_jobs']} jobs, "
