@@ -22,6 +22,7 @@ include: "workflow/rules/download.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/cv.smk"
 include: "workflow/rules/report.smk"
 
 
