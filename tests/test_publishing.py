@@ -12,6 +12,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -165,7 +166,8 @@ def test_comparison_rule_on_fixture_config(comparison_run):
         for col, cell in cells.items():
             for method in paper["table1"]["columns"][col]:
                 rows = t1[t1["item"].str.startswith(f"{reg} / {col} / {method}")]
-                assert len(rows) == 2, (reg, col, method)
+                # errors, non-zeros, and the errors at the CV alpha (config/test.yaml's E1 has `cv`)
+                assert len(rows) == 3, (reg, col, method)
                 err = rows[rows["quantity"].str.startswith("test errors")].iloc[0]
                 assert err["paper"] == str(cell["errors"])
                 assert re.fullmatch(r"\d+(\.\d)?", err["reproduction"]), err["reproduction"]
@@ -252,3 +254,52 @@ def test_publish_step(comparison_run, tmp_path):
     assert small["e1"]["files"] == [] and {d["file"] for d in small["e1"]["left_out"]} >= {"table1.csv"}
     with pytest.raises(FileNotFoundError, match="not built yet"):
         publish.publish(tmp_path / "nothing", ["e2"], [FULL, TEST], tmp_path / "x")
+
+
+# --------------------------------------------------------------------------- alpha by cross-validation
+
+
+def test_cv_jobs_in_the_dag(tmp_path):
+    """Dry run of config/test.yaml: one CV job per grid point, subset and fold of each experiment with `cv`."""
+    cfg = load_config(FULL, TEST)
+    _, out = smk(tmp_path, "-n", "--quiet", "rules", configfiles=[TEST])
+    stats = job_stats(out)
+    train = expected_train_jobs(cfg)
+    want = sum(train[e] * exp["cv"]["folds"] for e, exp in cfg["experiments"].items() if exp.get("cv"))
+    assert want > 0 and stats["train_cv"] == want
+    assert stats["aggregate_cv"] == sum(1 for exp in cfg["experiments"].values() if exp.get("cv"))
+    assert stats["train"] == sum(train.values())
+
+
+@pytest.mark.slow
+def test_cv_alpha_on_fixture_config(comparison_run):
+    """The CV alpha of each E1 cell, recomputed from the CV records, and its test error in the comparison."""
+    results = comparison_run["results"]
+    cfg = load_config(FULL, TEST)
+    folds = cfg["experiments"]["e1"]["cv"]["folds"]
+    recs = [json.loads(p.read_text()) for p in sorted(results.glob("leukemia/cv/e1/**/*.json"))]
+    assert len(recs) == expected_train_jobs(cfg)["e1"] * folds
+    runs = [json.loads(p.read_text()) for p in sorted(results.glob("leukemia/runs/e1/**/*.json"))]
+    n_train = runs[0]["L"]
+    table = pd.read_csv(results / "leukemia" / "tables" / "e1_cv_alpha.csv")
+    csv = pd.read_csv(results / "tables" / "paper_comparison.csv", keep_default_na=False)
+    cv_rows = csv[(csv["section"] == "table1") & csv["quantity"].str.contains("cross-validation")]
+    assert len(cv_rows) == 20
+    for (method, penalty), _ in pd.DataFrame(runs).groupby(["method", "penalty"]):
+        mine = [r for r in recs if r["method"] == method and r["penalty"] == penalty]
+        by_alpha = {}
+        for r in mine:
+            assert r["L"] == n_train and r["L_fit"] + r["n_val"] == n_train
+            by_alpha.setdefault(r["alpha"], []).append(r)
+        assert all(sorted(r["fold"] for r in v) == list(range(folds)) for v in by_alpha.values())
+        # every held-out sample once per alpha
+        assert all(sum(r["n_val"] for r in v) == n_train for v in by_alpha.values())
+        score = {a: (sum(r["val_errors"] for r in v), np.mean([r["nnz"] for r in v]), -a) for a, v in by_alpha.items()}
+        want = min(score, key=score.get)
+        got = table[(table["method"] == method) & (table["penalty"] == penalty)]["cv_alpha"].item()
+        assert got == want, (method, penalty)
+        test_at = next(r["test_errors"] for r in runs
+                       if r["method"] == method and r["penalty"] == penalty and r["alpha"] == want)
+        row = cv_rows[cv_rows["item"].str.startswith(f"{penalty} / ") & cv_rows["item"].str.contains(f"/ {method}")]
+        assert len(row) == 1 and row["reproduction"].item() == str(test_at), (method, penalty)
+    assert "## Alpha by cross-validation" in (results / "tables" / "paper_comparison.md").read_text()
