@@ -18,6 +18,7 @@ configfile: Path(workflow.basedir) / "config" / "config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/cv_common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/train.smk"

@@ -213,7 +213,8 @@ def test_publish_step(comparison_run, tmp_path):
     dest = tmp_path / "docs" / "results"
     out = publish.publish(results, ["e1", "e4"], [FULL, TEST], dest, command="snakemake ...", repo=REPO,
                           max_bytes=publish.MAX_BYTES)
-    for name in ("table1.csv", "table1.md", "table1.tex", "e1_runs.csv", "e1_best_alpha.csv", "provenance.json"):
+    for name in ("table1.csv", "table1.md", "table1.tex", "e1_runs.csv", "e1_best_alpha.csv", "e1_cv_summary.csv",
+                 "provenance.json"):
         assert (dest / "e1" / name).is_file(), name
     assert (dest / "e1" / "table1.csv").read_bytes() == (results / "tables" / "table1.csv").read_bytes()
     assert (dest / "e4" / "figure3.png").read_bytes() == (results / "figures" / "figure3.png").read_bytes()

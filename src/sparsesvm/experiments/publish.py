@@ -94,6 +94,9 @@ def experiment_files(results, exp_id, dataset):
     files[f"{exp_id}_best_alpha.csv"] = tables / f"{exp_id}_best_alpha.csv"
     if exp_id == "e4":
         files["e4_traces.csv"] = tables / "e4_traces.csv"
+    for name in ("cv_alpha", "cv_summary"):  # with the experiment's optional `cv`
+        if (tables / f"{exp_id}_{name}.csv").is_file():
+            files[f"{exp_id}_{name}.csv"] = tables / f"{exp_id}_{name}.csv"
     return files
 
 
