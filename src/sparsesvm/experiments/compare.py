@@ -58,6 +58,7 @@ __all__ = [
     "compare",
     "to_markdown",
     "write_comparison",
+    "write_text_atomic",
 ]
 
 VERDICTS = ("agrees", "disagrees", "inconclusive", "not run")
@@ -828,7 +829,8 @@ def to_markdown(t1, claims, subsets=None, cv=None):
     return "\n".join(lines)
 
 
-def _write_atomic(path, text):
+def write_text_atomic(path, text):
+    """Write ``text`` to ``path`` atomically (temporary file in the same directory + ``os.replace``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -860,6 +862,6 @@ def write_comparison(tables, paper, csv, md, cv=None):
     long, t1, claims = compare(tables, paper, cv)
     subsets = {e: int(df["subset"].nunique()) for e, df in sorted(tables.items())
                if df is not None and "subset" in df.columns}
-    _write_atomic(csv, long.to_csv(index=False))
-    _write_atomic(md, to_markdown(t1, claims, subsets, cv))
+    write_text_atomic(csv, long.to_csv(index=False))
+    write_text_atomic(md, to_markdown(t1, claims, subsets, cv))
     return long

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .compare import write_text_atomic
 from .runner import write_json_atomic
 
 __all__ = ["PRODUCTS", "PACKAGES", "experiment_files", "job_times", "machine", "versions",
@@ -369,15 +370,7 @@ def update_readme(readme, dest):
     head, rest = text.split(BEGIN)
     _, tail = rest.split(END)
     new = head + BEGIN + "\n" + results_section(dest, readme.parent) + "\n" + END + tail
-    fd, tmp = tempfile.mkstemp(prefix=f".{readme.name}.", suffix=".tmp", dir=readme.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(new)
-        os.replace(tmp, readme)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text_atomic(readme, new)
     return new
 
 
