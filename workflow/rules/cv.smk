@@ -14,7 +14,7 @@ rule train_cv:
         settings=train_settings,
         folds=lambda wildcards: cv_folds(wildcards.experiment),
         seed=config["seed"],
-        code=TRAIN_CODE + REPORT_CODE,
+        code=TRAIN_CODE + CV_CODE,
     log:
         f"{LOGS}/{{dataset}}/cv/{{experiment}}/{{method}}/{{penalty}}/alpha~{{alpha}}/L~{{L}}/subset~{{subset}}/fold~{{fold}}.log",
     benchmark:

@@ -2,6 +2,11 @@
 # (an experiment's optional `cv: {folds: k}`; none without it).
 
 
+#: the folds and the validation errors (experiments/cv.py, counted as report code in
+#: common.smk so that it does not rerun the ordinary training jobs): CV jobs rerun with it
+CV_CODE = _hash_files([PACKAGE_DIR / "experiments" / "cv.py"])
+
+
 def cv_folds(exp_id):
     cv = experiment(exp_id).get("cv")
     return 0 if cv is None else int(cv["folds"])
