@@ -77,3 +77,30 @@ def test_cv_alpha_and_summary_against_brute_force():
                                                 for s in range(3))
     with pytest.raises(ValueError, match="no training record at the CV alpha"):
         cv.cv_summary(runs[runs["alpha"] != table["cv_alpha"].iloc[0]], table)
+
+
+def test_table1_notes_the_cv_errors(tmp_path):
+    """Table 1's Markdown and LaTeX note each cell's test errors at the CV alpha; the CSV is unchanged."""
+    from sparsesvm.experiments import tables
+
+    rows = []
+    for pen in ("l2", "l1"):
+        for method in ("hinge-reg", "square"):
+            for alpha, errors in ((1.0, 2), (10.0, 5)):
+                rows.append({"dataset": "leukemia", "experiment": "e1", "method": method, "solver": "paper",
+                             "penalty": pen, "groups": "none", "alpha": alpha, "L": 38, "subset": 0,
+                             "test_errors": errors, "n_test": 34, "nnz": 30, "nnz_class0": 10, "nnz_class1": 10,
+                             "nnz_class2": 10})
+    df = pd.DataFrame(rows)
+    summ = pd.DataFrame([{"method": m, "solver": "paper", "penalty": p, "L": 38, "cv_test_errors": 5.0,
+                          "cv_alphas": "10"} for p in ("l2", "l1") for m in ("hinge-reg", "square")])
+    plain = [tmp_path / f"a.{e}" for e in ("csv", "md", "tex")]
+    with_cv = [tmp_path / f"b.{e}" for e in ("csv", "md", "tex")]
+    tables.write_table1(df, *plain)
+    tables.write_table1(df, *with_cv, cv_summary=summ)
+    assert plain[0].read_text() == with_cv[0].read_text()
+    md = with_cv[1].read_text()
+    for p in ("l2", "l1"):
+        for m in ("hinge-reg", "square"):
+            assert f"{p}/{m}: 5 (alpha 10)" in md
+    assert "cross-validation" in with_cv[2].read_text() and "cross-validation" not in plain[1].read_text()

@@ -285,6 +285,7 @@ def test_cv_alpha_on_fixture_config(comparison_run):
     table = pd.read_csv(results / "leukemia" / "tables" / "e1_cv_alpha.csv")
     csv = pd.read_csv(results / "tables" / "paper_comparison.csv", keep_default_na=False)
     cv_rows = csv[(csv["section"] == "table1") & csv["quantity"].str.contains("cross-validation")]
+    table1_md = (results / "tables" / "table1.md").read_text()
     assert len(cv_rows) == 20
     for (method, penalty), _ in pd.DataFrame(runs).groupby(["method", "penalty"]):
         mine = [r for r in recs if r["method"] == method and r["penalty"] == penalty]
@@ -303,4 +304,5 @@ def test_cv_alpha_on_fixture_config(comparison_run):
                        if r["method"] == method and r["penalty"] == penalty and r["alpha"] == want)
         row = cv_rows[cv_rows["item"].str.startswith(f"{penalty} / ") & cv_rows["item"].str.contains(f"/ {method}")]
         assert len(row) == 1 and row["reproduction"].item() == str(test_at), (method, penalty)
+        assert f"{penalty}/{method}: {test_at} (alpha " in table1_md, (method, penalty)
     assert "## Alpha by cross-validation" in (results / "tables" / "paper_comparison.md").read_text()

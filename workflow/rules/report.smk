@@ -4,6 +4,7 @@
 rule table1:
     input:
         runs=runs_table("e1"),
+        cv=cv_tables("e1")[2:] if cv_folds("e1") else [],
     output:
         csv=report(TABLE1[0], caption="../report/table1.rst", category="Table 1 (E1, leukemia)"),
         md=TABLE1[1],
