@@ -18,14 +18,17 @@ configfile: Path(workflow.basedir) / "config" / "config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/cv_common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/cv.smk"
 include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
         [product_files(e) for e in selected_experiments()],
+        COMPARISON,
     default_target: True

@@ -163,7 +163,7 @@ def test_full_dag_counts_training_jobs(tmp_path):
     assert stats["download"] == 8
     assert stats["features"] == 3
     assert stats["aggregate"] == 5
-    for rule in ("table1", "figure1", "figure2", "figure3", "figure4"):
+    for rule in ("table1", "figure1", "figure2", "figure3", "figure4", "paper_comparison"):
         assert stats[rule] == 1, rule
     # E4 traces: one per traced method x L x trace subset
     e4 = cfg["experiments"]["e4"]
@@ -302,7 +302,7 @@ def test_tiny_run_all_rules(tiny_run):
     if tiny_run["fresh"]:
         stats = tiny_run["stats"]
         for rule in ("download", "labels", "subset", "features", "train", "trace", "aggregate",
-                     "table1", "figure1", "figure2", "figure3", "figure4", "all"):
+                     "table1", "figure1", "figure2", "figure3", "figure4", "paper_comparison", "all"):
             assert stats.get(rule, 0) >= 1, (rule, stats)
         assert stats["train"] == n_runs
         assert stats["download"] == len(downloads)
@@ -429,6 +429,7 @@ def test_tiny_run_report(tiny_run):
     for n in (1, 2, 3, 4):
         assert any(name.endswith(f"figure{n}.png") for name in names), names
     assert any(name.endswith("table1.csv") for name in names), names
+    assert any(name.endswith("paper_comparison.md") for name in names), names
 
 
 @pytest.mark.slow
@@ -442,13 +443,14 @@ def test_tiny_run_second_run_and_partial_rerun(tiny_run):
     victim = sorted(results.glob("mnist/runs/e2/logit/**/*.json"))[0]
     victim.unlink()
     _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
-    assert job_stats(out) == {"train": 1, "aggregate": 1, "figure1": 1, "all": 1}, out[-3000:]
+    assert job_stats(out) == {"train": 1, "aggregate": 1, "figure1": 1, "paper_comparison": 1, "all": 1}, out[-3000:]
 
     # one E4 result: also the trace of that method and L (its best alpha may move)
     victim4 = sorted(results.glob("mnist/runs/e4/hinge-con/**/*.json"))[0]
     victim4.unlink()
     _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
-    assert job_stats(out) == {"train": 2, "aggregate": 2, "trace": 1, "figure1": 1, "figure3": 1, "all": 1}
+    assert job_stats(out) == {"train": 2, "aggregate": 2, "trace": 1, "figure1": 1, "figure3": 1,
+                              "paper_comparison": 1, "all": 1}
 
     # rerun for real; the other records are untouched
     others = {p: p.stat().st_mtime_ns for p in results.glob("*/runs/**/*.json")}

@@ -388,7 +388,8 @@ if _SPEC is None or not _SPEC.submodule_search_locations:
 PACKAGE_DIR = Path(list(_SPEC.submodule_search_locations)[0])
 
 _DATA_MODULES = ("datasets.py", "features.py", "subsets.py")
-_REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py")
+_REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py",
+                   "experiments/compare.py", "experiments/publish.py", "experiments/cv.py")
 #: used by the workflow itself, by no job (editing them reruns nothing)
 _WORKFLOW_MODULES = ("experiments/lock.py",)
 

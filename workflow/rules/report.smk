@@ -4,6 +4,7 @@
 rule table1:
     input:
         runs=runs_table("e1"),
+        cv=cv_tables("e1")[2:] if cv_folds("e1") else [],
     output:
         csv=report(TABLE1[0], caption="../report/table1.rst", category="Table 1 (E1, leukemia)"),
         md=TABLE1[1],
@@ -153,3 +154,34 @@ localrules:
     mnist,
     news20,
     all,
+
+
+# --------------------------------------------------------------------------- the paper against the reproduction
+# Table 1 cell by cell and claims C1-C14 with computed verdicts, from the tidy tables of
+# the selected experiments (a claim whose experiment is not selected reads "not run"),
+# and, for experiments with `cv`, the test error at the alpha chosen by cross-validation.
+
+PAPER_NUMBERS = str(Path(workflow.basedir) / "workflow" / "resources" / "paper.yaml")
+COMPARISON = [f"{RESULTS}/tables/paper_comparison.{ext}" for ext in ("csv", "md")]
+
+
+rule paper_comparison:
+    input:
+        runs=[runs_table(e) for e in selected_experiments()],
+        cv=[cv_tables(e)[2] for e in selected_experiments() if cv_folds(e)],
+        paper=PAPER_NUMBERS,
+    output:
+        csv=report(COMPARISON[0], caption="../report/paper_comparison.rst", category="Paper comparison"),
+        md=report(COMPARISON[1], caption="../report/paper_comparison.rst", category="Paper comparison"),
+    params:
+        code=REPORT_CODE,
+        experiments=selected_experiments(),
+        cv_experiments=[e for e in selected_experiments() if cv_folds(e)],
+    log:
+        f"{LOGS}/products/paper_comparison.log",
+    benchmark:
+        f"{BENCH}/products/paper_comparison.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    script:
+        "../scripts/paper_comparison.py"

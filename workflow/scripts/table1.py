@@ -8,5 +8,7 @@ import pandas as pd
 from sparsesvm.experiments import tables
 
 df = pd.read_parquet(snakemake.input.runs)  # noqa: F821
-wide = tables.write_table1(df, snakemake.output.csv, snakemake.output.md, snakemake.output.tex)  # noqa: F821
+cv = pd.read_csv(snakemake.input.cv[0], dtype={"cv_alphas": str}) if snakemake.input.cv else None  # noqa: F821
+wide = tables.write_table1(df, snakemake.output.csv, snakemake.output.md, snakemake.output.tex,  # noqa: F821
+                           cv_summary=cv)
 print(wide.to_string(), file=sys.stderr)

@@ -175,7 +175,17 @@ def to_latex(wide, caption=None, label=None):
     return "\n".join(lines) + "\n"
 
 
-def write_table1(df, csv, md, tex):
+def _cv_note(cv_summary):
+    """The test errors at the alpha chosen by cross-validation, cell by cell (one sentence)."""
+    from .aggregate import method_label
+
+    parts = [f"{r.penalty}/{method_label(r.method, getattr(r, 'solver', None))}: "
+             f"{format_count(r.cv_test_errors)} (alpha {r.cv_alphas})" for r in cv_summary.itertuples()]
+    return ("Test errors at the alpha chosen by stratified cross-validation on the training split "
+            "instead (beyond the paper): " + "; ".join(parts) + ".")
+
+
+def write_table1(df, csv, md, tex, cv_summary=None):
     """Write Table 1 as CSV, Markdown and LaTeX.
 
     Parameters
@@ -186,6 +196,10 @@ def write_table1(df, csv, md, tex):
         Output files (parent directories are created). The CSV holds the wide
         table (regulariser x method); the Markdown and LaTeX versions add a
         caption stating the selection rule and the best alpha of each cell.
+    cv_summary : pandas.DataFrame, optional
+        :func:`sparsesvm.experiments.cv.cv_summary` of E1: the Markdown and LaTeX
+        notes then also give each cell's test errors at the alpha chosen by
+        cross-validation.
 
     Returns
     -------
@@ -200,6 +214,8 @@ def write_table1(df, csv, md, tex):
     if (long["n_subsets"] > 1).any():
         caption += " Means over training subsets."
     note = "Best alpha per cell: " + _alpha_note(long) + "."
+    if cv_summary is not None and len(cv_summary):
+        note += " " + _cv_note(cv_summary)
     for path in (csv, md, tex):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     wide.to_csv(csv)
