@@ -112,6 +112,16 @@ DEFAULTS = dict(
 L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
 
+#: a restricted working-set problem whose certificate stays infinite (hinge-con: no
+#: feasible scaling of the iterate) for this many consecutive checks is abandoned
+#: and the working set grown (it may be infeasible: PDHG would then never stop)
+WS_MAX_INFEASIBLE_CHECKS = 16
+
+#: first cost of the elastic slack of the hinge-con master (it is multiplied by 10
+#: while the slack stays in use with no atom left to price, up to SLACK_COST_MAX)
+SLACK_COST_START = 1.0
+SLACK_COST_MAX = 1e12
+
 #: largest number of dual variables L(K-1) for which inner="auto" takes the dual QP
 #: for l2 (it builds the dense (L(K-1))^2 Hessian: 32 MB at 2000)
 QP_MAX_VARS = 2000
@@ -532,13 +542,18 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
             omega = ydual * prob.norm
         inner_tol = tol if full else max(0.5 * tol, 0.3 * (best.rel_gap if best is not None else 1.0))
 
+        n_inf = [0]
+
         def on_check(Xs, Yc, gr):
             n_done[0] = total
             if trace:
                 Xc = np.zeros((M + 1, K))
                 Xc[rows] = Xs
                 record(gr, full, Xc)
-            return False
+            # a restricted hinge-con problem can be infeasible (no scaling of its
+            # iterates meets the constraint: an infinite gap): grow the working set
+            n_inf[0] = n_inf[0] + 1 if not np.isfinite(gr.rel_gap) else 0
+            return not full and n_inf[0] >= WS_MAX_INFEASIBLE_CHECKS
 
         Xs, Y, omega, nit, gr, reason = _pdhg(
             prob, X[rows], Y, omega, inner_tol, max_iter - total, deadline, settings, on_check)
@@ -654,12 +669,20 @@ class _Master:
 
     Rows: S_atoms + b_k - b_{z_l} - xi_l <= -1 for every (l, k != z_l); for
     hinge-con also sum_l xi_l - s <= eta with an elastic slack s >= 0 of
-    cost ``big`` (phase-1 style: W = 0 is infeasible for eta < L). Uses
-    highspy incrementally (warm-started dual simplex) when it is installed,
-    scipy's linprog (HiGHS, rebuilt each time) otherwise.
+    cost ``big`` (an exact penalty once big exceeds the constraint's optimal
+    multiplier: W = 0 is infeasible for eta < L). ``big`` starts at
+    :data:`SLACK_COST_START` and is raised by the column generation only
+    when pricing finds no atom while the slack is still used: HiGHS'
+    tolerances are absolute, so a slack cost orders of magnitude above the
+    atoms' unit cost makes the simplex misjudge the problem (with 1e6 it
+    reported the bounded master of load_digits, hinge-con l1, as
+    unbounded). Uses highspy incrementally (warm-started primal simplex)
+    when it is installed, scipy's linprog (HiGHS, rebuilt each time)
+    otherwise.
     """
 
-    def __init__(self, L, K, y, ll, kk, kind, par, big=1e6):
+    def __init__(self, L, K, y, ll, kk, kind, par, big=None):
+        big = SLACK_COST_START if big is None else big
         self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
         self.nh = len(ll)
         nh = self.nh
@@ -704,7 +727,7 @@ class _Master:
                       Br.indices.astype(np.int32), Br.data.astype(float))
             self.h = h
 
-    def raise_big(self, factor=100.0):
+    def raise_big(self, factor=10.0):
         """Multiply the cost of the elastic slack of hinge-con by ``factor``."""
         self.big *= factor
         self.cost[-1] = self.big
@@ -840,7 +863,13 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
             new.append((Sa - Sa[ar, y][:, None])[ll, kk])
             atoms.append((int(gid), slots, sig))
         if not new:
-            if kind == "con" and slack > 0 and master.big < 1e12:
+            if kind == "con" and slack > 0:
+                if master.big >= SLACK_COST_MAX:
+                    raise ValueError(
+                        f"hinge-con: eta = {par:g} cannot be met: the smallest hinge loss "
+                        f"found is {par + slack:g} even with a multiplier of {master.big:g} "
+                        "on the constraint (eta is below the loss that the data allow, e.g. "
+                        "duplicated samples with different labels)")
                 master.raise_big()  # the elastic slack is still used: penalise it more
                 continue
             break
