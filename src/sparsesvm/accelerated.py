@@ -64,6 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from . import _l2dual
 from .certificates import GroupGeometry, hinge_con_gap, hinge_reg_gap
 from .core import register_solver
 from .operator import MulticlassOperator
@@ -416,8 +417,9 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         if key not in DEFAULTS:
             raise ValueError(f"unknown option {key!r}; known: {sorted(DEFAULTS)}")
         settings[key] = val
-    if settings["inner"] not in ("auto", "cg", "pdhg", "qp"):
-        raise ValueError(f"inner must be 'auto', 'cg', 'pdhg' or 'qp', got {settings['inner']!r}")
+    if settings["inner"] not in ("auto", "cg", "pdhg", "qp", "dcd"):
+        raise ValueError("inner must be 'auto', 'cg', 'pdhg', 'qp' or 'dcd', "
+                         f"got {settings['inner']!r}")
     if settings["restart"] not in ("halpern", "none"):
         raise ValueError(f"restart must be 'halpern' or 'none', got {settings['restart']!r}")
     if settings["precondition"] not in ("none", "diag"):
@@ -433,11 +435,12 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
             inner = "cg" if small else "pdhg"
         else:  # the dual QP's Hessian has full rank (generically) when M >= L
             inner = ("qp" if _highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
-                     else "pdhg")
+                     else "dcd")
     if inner == "cg" and geo.name == "l2":
-        raise ValueError("inner='cg' needs a norm penalty (l1, l12, l1inf); for l2 use 'qp' or 'pdhg'")
-    if inner == "qp" and geo.name != "l2":
-        raise ValueError(f"inner='qp' is for penalty 'l2' only, got {geo.name!r}")
+        raise ValueError("inner='cg' needs a norm penalty (l1, l12, l1inf); for l2 use 'qp', "
+                         "'dcd' or 'pdhg'")
+    if inner in ("qp", "dcd") and geo.name != "l2":
+        raise ValueError(f"inner={inner!r} is for penalty 'l2' only, got {geo.name!r}")
     if inner == "qp" and _highspy is None:
         raise ValueError("inner='qp' needs HiGHS' incremental interface (scipy >= 1.15 or highspy)")
     settings["inner"] = inner
@@ -492,6 +495,14 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         X, Y, best, n_lp, converged = _column_generation(
             op, geo, kind, par, tol, int(max_iter), deadline, rec_cg)
         return result(X, Y, best, n_lp, converged)
+    if inner == "dcd":
+        def rec_cd(gr, n, Xc):
+            n_done[0] = n
+            record(gr, True, Xc)
+
+        X, Y, best, n_sw, converged = _l2dual.solve(op, kind, par, tol, int(max_iter), deadline,
+                                                    rec_cd)
+        return result(X, Y, best, n_sw, converged)
     X = np.zeros((M + 1, K))
     Y = np.zeros((L, K))
     if inner == "qp":
