@@ -1,6 +1,6 @@
 """Accelerated engines on awkward but valid input, against CVXPY/Clarabel (issue 16).
 
-Every engine (column generation, dual QP, PDHG) and both forms (hinge-reg,
+Every engine (column generation, dual QP, PDHG, l2 coordinate descent) and both forms (hinge-reg,
 hinge-con) on: standardised ``load_digits`` (constant pixels, hence all-zero
 columns), all-zero feature columns, duplicated columns, and duplicated samples
 with different labels. Each result must reach the CVXPY optimum to 1e-6
@@ -59,7 +59,8 @@ CASES = {
 
 #: (engine, penalty, groups) triples: each engine on the penalties it serves
 ENGINES = [("cg", "l1", None), ("cg", "l1inf", 2), ("cg", "l12", 2), ("qp", "l2", None),
-           pytest.param("pdhg", "l1", None, marks=pytest.mark.slow), ("pdhg", "l2", None)]
+           pytest.param("pdhg", "l1", None, marks=pytest.mark.slow), ("pdhg", "l2", None),
+           ("dcd", "l2", None)]
 
 
 def _check(Phi, y, K, method, pen, grp, inner, par, tol=1e-7, **kw):

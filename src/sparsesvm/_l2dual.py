@@ -60,7 +60,9 @@ _sweeps = None
 #: sweeps to a 1e-4 gap 420 at 0.01, 440 at 0.07, 520 at 0.23, 760 at 1, 2000+ at 5
 RHO_SCALE = 0.05
 #: hinge-con's multiplier search gives up (eta cannot be met) beyond nu = exp(this)
-CON_MAX_LOG_NU = 40.0
+CON_MAX_LOG_NU = 25.0
+#: smallest relative gap asked of one hinge-reg solve of the hinge-con search
+CON_MIN_INNER = 1e-13
 #: sweeps between certificate checks (each check also makes the next sweep a full one)
 CHECK_EVERY = 10
 
@@ -404,28 +406,46 @@ def solve(op, kind, par, tol, max_sweeps, deadline, record, rho=None, check_ever
     return _con_search(op, par, tol, max_sweeps, deadline, record, rho, check_every, use_numba)
 
 
+def _loss_error_bound(gr, lam):
+    """Bound on |loss(X) - loss(X*)| from the certified gap of a hinge-reg point.
+
+    With gap >= P(X) - P* and g = ||W||^2 / 2 1-strongly convex,
+    ||W - W*||^2 <= 2 gap, so |g(W) - g(W*)| <= 2 sqrt(g(W) gap) + 2 gap (W*
+    within sqrt(2 gap) of W), and lam |loss - loss*| <= (P - P*) + |g - g*|.
+    """
+    gap = max(gr.gap, 0.0)
+    gW = max(gr.primal - lam * gr.loss, 0.0)
+    return 1.01 * (3.0 * gap + 2.0 * np.sqrt(gW * gap)) / lam
+
+
 def _con_search(op, eta, tol, max_sweeps, deadline, record, rho, check_every, use_numba):
     """hinge-con: search the multiplier nu (hinge-reg with lam = nu has loss eta).
 
     Each step solves hinge-reg at lam = nu (warm-started, Y scaled) to a
-    relative gap ``inner`` that tightens with the loss error |loss - eta| / eta
-    (down to tol / 3), certifies the hinge-con problem at that point, and
-    moves log nu: by +-2 until the root is bracketed, then by a secant step
-    kept inside the bracket (the loss is non-increasing in nu).
+    relative gap ``inner`` (from 1e-2 down to tol / 10 as the loss
+    nears eta), certifies the hinge-con problem at that point,
+    and moves log nu (the loss is non-increasing in nu): by +-2 until the root
+    is bracketed, then by regula falsi (Illinois variant) inside the bracket.
+    A loss is used for the bracket only when its certified error bound
+    (:func:`_loss_error_bound`) leaves its side of eta certain; otherwise the
+    same nu is solved again more exactly.
     """
     st = _State(op, 1.0, rho, use_numba)
     total = 0
-    lo = hi = None  # largest log nu with loss > eta, smallest with loss <= eta
+    lo = hi = None  # [log nu, loss - eta]: largest with loss > eta, smallest with loss < eta
+    side = 0        # which end moved last (Illinois: halve the other end's value on repeats)
     lognu = 0.0
     best = None
-    inner = 1e-2
+    floor = max(CON_MIN_INNER, 0.1 * tol)
+    nudge = None
+    inner = max(floor, 1e-2)
     while total < max_sweeps:
         if lognu > CON_MAX_LOG_NU:
             raise ValueError(
                 f"hinge-con: eta = {eta:g} cannot be met: the hinge loss is still "
                 f"{best[0].loss:g} with a multiplier of {np.exp(lognu - 2.0):g} on the "
                 "constraint (eta is below the loss that the data allow, e.g. duplicated "
-                "samples with different labels)")
+                "samples with different labels, or reachable only with a larger multiplier)")
         st.rescale(np.exp(lognu))
         g, n, _, reason = _reg_solve(st, inner, max_sweeps - total, deadline, check_every,
                                      lambda *a: None, total)
@@ -440,26 +460,35 @@ def _con_search(op, eta, tol, max_sweeps, deadline, record, rho, check_every, us
         if reason == "time":
             break
         f = g.loss - eta
+        bound = _loss_error_bound(g, st.lam)
+        if abs(f) <= bound:  # the side of eta is not certain
+            if inner > floor:
+                inner = max(floor, inner / 10.0)
+                continue
+            # nu is the root to the accuracy asked; the point may sit on the constraint
+            # at a kink where no scaling makes it feasible (infinite certificate): step
+            # towards larger nu (smaller loss), farther each time
+            nudge = 1e-9 if nudge is None else 10.0 * nudge
+            lognu += nudge * max(1.0, abs(lognu))
+            continue
+        nudge = None
         if f > 0:
-            lo = (lognu, f) if lo is None or lognu >= lo[0] else lo
+            if side == 1 and hi is not None:
+                hi[1] *= 0.5
+            lo, side = [lognu, f], 1
         else:
-            hi = (lognu, f) if hi is None or lognu <= hi[0] else hi
-        if lo is not None and hi is not None and lo[0] >= hi[0]:
-            # inconsistent signs (inexact solves): keep the newest, solve more exactly
-            lo, hi = (lo, None) if f > 0 else (None, hi)
-            inner = max(tol / 3.0, inner / 10.0)
+            if side == -1 and lo is not None:
+                lo[1] *= 0.5
+            hi, side = [lognu, f], -1
         if lo is None:
-            new = lognu - 2.0
+            lognu -= 2.0
         elif hi is None:
-            new = lognu + 2.0
+            lognu += 2.0
         else:
             (a, fa), (bnd, fb) = lo, hi
-            new = a - fa * (bnd - a) / (fb - fa) if fb != fa else 0.5 * (a + bnd)
-            width = bnd - a
-            new = min(max(new, a + 0.1 * width), bnd - 0.1 * width)
-        inner = max(tol / 3.0, min(inner, abs(f) / eta))
-        if abs(new - lognu) <= 1e-12 * max(1.0, abs(lognu)):
-            inner = max(tol / 3.0, inner / 10.0)
-        lognu = new
+            if not bnd > a:
+                break
+            lognu = a - fa * (bnd - a) / (fb - fa)
+        inner = max(floor, min(inner, abs(f) / eta))
     cert, X, Y = best
     return X, Y, cert, total, False
