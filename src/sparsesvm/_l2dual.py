@@ -406,29 +406,21 @@ def solve(op, kind, par, tol, max_sweeps, deadline, record, rho=None, check_ever
     return _con_search(op, par, tol, max_sweeps, deadline, record, rho, check_every, use_numba)
 
 
-def _loss_error_bound(gr, lam):
-    """Bound on |loss(X) - loss(X*)| from the certified gap of a hinge-reg point.
-
-    With gap >= P(X) - P* and g = ||W||^2 / 2 1-strongly convex,
-    ||W - W*||^2 <= 2 gap, so |g(W) - g(W*)| <= 2 sqrt(g(W) gap) + 2 gap (W*
-    within sqrt(2 gap) of W), and lam |loss - loss*| <= (P - P*) + |g - g*|.
-    """
-    gap = max(gr.gap, 0.0)
-    gW = max(gr.primal - lam * gr.loss, 0.0)
-    return 1.01 * (3.0 * gap + 2.0 * np.sqrt(gW * gap)) / lam
-
-
 def _con_search(op, eta, tol, max_sweeps, deadline, record, rho, check_every, use_numba):
     """hinge-con: search the multiplier nu (hinge-reg with lam = nu has loss eta).
 
     Each step solves hinge-reg at lam = nu (warm-started, Y scaled) to a
-    relative gap ``inner`` (from 1e-2 down to tol / 10 as the loss
-    nears eta), certifies the hinge-con problem at that point,
-    and moves log nu (the loss is non-increasing in nu): by +-2 until the root
-    is bracketed, then by regula falsi (Illinois variant) inside the bracket.
-    A loss is used for the bracket only when its certified error bound
-    (:func:`_loss_error_bound`) leaves its side of eta certain; otherwise the
-    same nu is solved again more exactly.
+    relative gap ``inner`` (from 1e-2 down to tol / 10, and at most a tenth of
+    the relative loss error r = |loss - eta| / eta and r^2: the loss error of a
+    point grows like the square root of its gap), certifies the hinge-con problem at that
+    point, and moves log nu (the loss is non-increasing in nu): by +-2 until
+    the root is bracketed, then by regula falsi (Illinois variant: no one-sided
+    stagnation) inside the bracket; a bracket that closes without a certificate
+    (a sign from a too inexact solve) is dropped and rebuilt by small steps
+    with 100 times more exact solves. The stop is the certified hinge-con gap; a
+    point exactly on the constraint at a kink of the loss (no scaling makes it
+    feasible: an infinite certificate) is left for the strictly feasible side
+    of the bracket.
     """
     st = _State(op, 1.0, rho, use_numba)
     total = 0
@@ -437,7 +429,7 @@ def _con_search(op, eta, tol, max_sweeps, deadline, record, rho, check_every, us
     lognu = 0.0
     best = None
     floor = max(CON_MIN_INNER, 0.1 * tol)
-    nudge = None
+    step = 2.0
     inner = max(floor, 1e-2)
     while total < max_sweeps:
         if lognu > CON_MAX_LOG_NU:
@@ -460,18 +452,6 @@ def _con_search(op, eta, tol, max_sweeps, deadline, record, rho, check_every, us
         if reason == "time":
             break
         f = g.loss - eta
-        bound = _loss_error_bound(g, st.lam)
-        if abs(f) <= bound:  # the side of eta is not certain
-            if inner > floor:
-                inner = max(floor, inner / 10.0)
-                continue
-            # nu is the root to the accuracy asked; the point may sit on the constraint
-            # at a kink where no scaling makes it feasible (infinite certificate): step
-            # towards larger nu (smaller loss), farther each time
-            nudge = 1e-9 if nudge is None else 10.0 * nudge
-            lognu += nudge * max(1.0, abs(lognu))
-            continue
-        nudge = None
         if f > 0:
             if side == 1 and hi is not None:
                 hi[1] *= 0.5
@@ -480,15 +460,22 @@ def _con_search(op, eta, tol, max_sweeps, deadline, record, rho, check_every, us
             if side == -1 and lo is not None:
                 lo[1] *= 0.5
             hi, side = [lognu, f], -1
+        r = abs(f) / eta
+        inner = max(floor, min(inner, 0.1 * r, r * r))
+        if lo is not None and hi is not None and not hi[0] - lo[0] > 1e-14 * max(1.0, abs(lo[0])):
+            # the bracket closed on a point without a certificate: a sign came from a
+            # too inexact solve; solve more exactly and bracket again, by small steps
+            if inner <= floor and step < 1.0:
+                break
+            inner = max(floor, inner / 100.0)
+            lo, hi, side, step = None, None, 0, 1e-2
+            continue
         if lo is None:
-            lognu -= 2.0
+            lognu -= step
         elif hi is None:
-            lognu += 2.0
+            lognu += step
         else:
             (a, fa), (bnd, fb) = lo, hi
-            if not bnd > a:
-                break
             lognu = a - fa * (bnd - a) / (fb - fa)
-        inner = max(floor, min(inner, abs(f) / eta))
     cert, X, Y = best
     return X, Y, cert, total, False
