@@ -5,12 +5,12 @@ solved to a *certified* accuracy: every stop is decided by the relative
 duality gap of the full problem (:mod:`sparsesvm.certificates`), so the
 result is the exact-hinge optimum to the stated tolerance.
 
-Three inner engines (option ``inner``; the default ``"auto"`` takes
+Four inner engines (option ``inner``; the default ``"auto"`` takes
 ``"cg"`` for l1 and l1inf, and for l12 with groups of at most
 :data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge
-rows L(K-1), and ``"qp"`` for l2 when
+rows L(K-1), ``"pdhg"`` for the other l12 problems; for l2 ``"qp"`` when
 L(K-1) <= :data:`QP_MAX_VARS`, M >= L (then the Gram matrix generically has
-full rank) and HiGHS' incremental interface is there, ``"pdhg"`` otherwise):
+full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
 
 * ``"cg"``: **column generation** over group atoms whose conic hull gives
   the penalty: sign vectors on one group for l1 and l1inf (finitely many:
@@ -33,6 +33,13 @@ full rank) and HiGHS' incremental interface is there, ``"pdhg"`` otherwise):
   (certified gaps of about 1e-10), else, or when that fails, at HiGHS'
   default 1e-7; when the certified gap of the point misses ``tol``, PDHG
   continues from it.
+* ``"dcd"`` (l2 only): **dual coordinate descent** on the Crammer-Singer
+  dual, one exact block step per sample (liblinear's sequential dual
+  method), with the free biases kept exact by the method of multipliers on
+  their K equality constraints; hinge-con by a search of the constraint's
+  multiplier (see :mod:`sparsesvm._l2dual`); compiled with numba when
+  installed. Its cost grows with L like a pass over the data per sweep,
+  not with (L(K-1))^2 as the dual QP's.
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
   with switchable ingredients:
 
@@ -149,8 +156,9 @@ class AcceleratedResult:
         objective - dual_objective and gap / dual_objective.
     n_iter : int
         PDHG iterations (all working sets together), master-LP rounds of
-        the column generation (inner="cg"), or the number of dual QP solves
-        (1 or 2, inner="qp") when a QP's point met the tolerance.
+        the column generation (inner="cg"), the number of dual QP solves
+        (1 or 2, inner="qp") when a QP's point met the tolerance, or the
+        sweeps over the samples (inner="dcd").
     converged : bool
         rel_gap <= tol was reached.
     time : float
@@ -620,8 +628,8 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
     tol : float
         Target certified relative duality gap (P - D) / D.
     max_iter : int
-        Cap on PDHG iterations (all working sets together), or on the rounds
-        of column generation.
+        Cap on PDHG iterations (all working sets together), on the rounds
+        of column generation, or on the sweeps over the samples (dcd).
     max_time : float, optional
         Wall-clock cap in seconds.
     trace : bool
@@ -631,7 +639,8 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
     **options
         Override :data:`DEFAULTS`: inner ("auto"; "cg": column generation
         with an LP master, l1, l12 and l1inf; "qp": dual QP, l2 only;
-        "pdhg"; see the module docstring), restart
+        "dcd": dual coordinate descent, l2 only; "pdhg"; see the module
+        docstring), restart
         ("halpern"|"none"), primal_weight (bool), precondition
         ("none"|"diag"), working_set (bool), reflection (float in [0, 1]),
         check_every (int).
