@@ -86,48 +86,16 @@ def _simplex_project(t, radius, out):
         out[k] = v if v > 0.0 else 0.0
 
 
-def _sweep_dense_py(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
-    """One pass of exact block steps over the samples in ``order`` (in place).
-
-    Phi (L, M); Y (L, K) dual iterate on lam * simplex; V = Phi^T (Y - lam E)
-    (M, K); c = sum_l (Y - lam E)_l (K,); bb = b - (nothing: rho c is added
-    here) the current multiplier (K,); sq (L,) squared row norms; changed
-    (L,) int8 output: 1 where the sample's block moved, 0 where it did not.
-    Returns the largest change of a Y entry.
-    """
+def _sweep_rows_py(row, y, Y, V, c, bb, rho, lam, sq, order, changed):
+    """numpy sweep; ``row(l)`` gives (feature indices or a full slice, values) of sample l."""
     K = Y.shape[1]
     ynew = np.empty(K)
     big = 0.0
     for l in order:
-        p = Phi[l]
-        s = bb - rho * c - p @ V
-        s[y[l]] -= 1.0
-        t = Y[l] + s / (sq[l] + rho)
-        _simplex_project(t, lam, ynew)
-        d = ynew - Y[l]
-        m = np.abs(d).max()
-        changed[l] = m > 0.0
-        if m == 0.0:
-            continue
-        big = max(big, m)
-        Y[l] = ynew
-        c += d
-        V += np.outer(p, d)
-    return big
-
-
-def _sweep_csr_py(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
-    """As :func:`_sweep_dense_py` for CSR features (indptr, indices, data)."""
-    K = Y.shape[1]
-    ynew = np.empty(K)
-    big = 0.0
-    for l in order:
-        lo, hi = indptr[l], indptr[l + 1]
-        js, vs = indices[lo:hi], data[lo:hi]
+        js, vs = row(l)
         s = bb - rho * c - vs @ V[js]
         s[y[l]] -= 1.0
-        t = Y[l] + s / (sq[l] + rho)
-        _simplex_project(t, lam, ynew)
+        _simplex_project(Y[l] + s / (sq[l] + rho), lam, ynew)
         d = ynew - Y[l]
         m = np.abs(d).max()
         changed[l] = m > 0.0
@@ -140,9 +108,52 @@ def _sweep_csr_py(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, ch
     return big
 
 
+def _sweep_dense_py(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
+    """One pass of exact block steps over the samples in ``order`` (in place).
+
+    Phi (L, M); Y (L, K) dual iterate on lam * simplex; V = Phi^T (Y - lam E)
+    (M, K); c = sum_l (Y - lam E)_l (K,); bb (K,) the current multiplier b
+    (the scores use bb - rho c); sq (L,) squared row norms; changed (L,) int8
+    output: 1 where the sample's block moved, 0 where it did not.
+    Returns the largest change of a Y entry.
+    """
+    everything = slice(None)
+    return _sweep_rows_py(lambda l: (everything, Phi[l]), y, Y, V, c, bb, rho, lam, sq, order,
+                          changed)
+
+
+def _sweep_csr_py(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
+    """As :func:`_sweep_dense_py` for CSR features (indptr, indices, data)."""
+    def row(l):
+        lo, hi = indptr[l], indptr[l + 1]
+        return indices[lo:hi], data[lo:hi]
+
+    return _sweep_rows_py(row, y, Y, V, c, bb, rho, lam, sq, order, changed)
+
+
 def _compile(numba):
     """numba versions of the two sweeps (explicit loops, no temporaries)."""
     proj = numba.njit(cache=True, nogil=True)(_simplex_project)
+
+    @numba.njit(cache=True, nogil=True)
+    def block(Y, l, z, s, h, lam, t, ynew, d, c):
+        """Exact step on sample l from its scores s (K,) and curvature h: Y[l], c
+        updated in place, the change in d; returns max |d|."""
+        K = Y.shape[1]
+        s[z] -= 1.0
+        for k in range(K):
+            t[k] = Y[l, k] + s[k] / h
+        proj(t, lam, ynew)
+        m = 0.0
+        for k in range(K):
+            d[k] = ynew[k] - Y[l, k]
+            if abs(d[k]) > m:
+                m = abs(d[k])
+        if m > 0.0:
+            for k in range(K):
+                Y[l, k] = ynew[k]
+                c[k] += d[k]
+        return m
 
     @numba.njit(cache=True, nogil=True)
     def sweep_dense(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
@@ -161,24 +172,12 @@ def _compile(numba):
                 if p != 0.0:
                     for k in range(K):
                         s[k] -= p * V[j, k]
-            s[y[l]] -= 1.0
-            q = 1.0 / (sq[l] + rho)
-            for k in range(K):
-                t[k] = Y[l, k] + s[k] * q
-            proj(t, lam, ynew)
-            m = 0.0
-            for k in range(K):
-                d[k] = ynew[k] - Y[l, k]
-                if abs(d[k]) > m:
-                    m = abs(d[k])
+            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c)
             changed[l] = 1 if m > 0.0 else 0
             if m == 0.0:
                 continue
             if m > big:
                 big = m
-            for k in range(K):
-                Y[l, k] = ynew[k]
-                c[k] += d[k]
             for j in range(M):
                 p = Phi[l, j]
                 if p != 0.0:
@@ -202,24 +201,12 @@ def _compile(numba):
                 p = data[i]
                 for k in range(K):
                     s[k] -= p * V[j, k]
-            s[y[l]] -= 1.0
-            q = 1.0 / (sq[l] + rho)
-            for k in range(K):
-                t[k] = Y[l, k] + s[k] * q
-            proj(t, lam, ynew)
-            m = 0.0
-            for k in range(K):
-                d[k] = ynew[k] - Y[l, k]
-                if abs(d[k]) > m:
-                    m = abs(d[k])
+            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c)
             changed[l] = 1 if m > 0.0 else 0
             if m == 0.0:
                 continue
             if m > big:
                 big = m
-            for k in range(K):
-                Y[l, k] = ynew[k]
-                c[k] += d[k]
             for i in range(indptr[l], indptr[l + 1]):
                 j = indices[i]
                 p = data[i]
