@@ -35,6 +35,7 @@ def test_dcd_reaches_cvx_optimum(random_problem, monkeypatch, method, seed, L, M
                                  numba_sweep):
     if numba_sweep:
         pytest.importorskip("numba")
+        monkeypatch.setattr(_l2dual, "NUMBA_MIN_WORK", 0)  # compiled even for tiny problems
     else:
         monkeypatch.setenv("SPARSESVM_NUMBA", "0")
     Phi, y, K = random_problem(seed, L=L, M=M, K=K)
@@ -131,6 +132,12 @@ def test_dcd_unreachable_eta_is_a_clear_error(random_problem):
     y = np.concatenate([y, (y[:3] + 1) % 3])  # three conflicting pairs: loss >= 6
     with pytest.raises(ValueError, match="cannot be met"):
         _fit("hinge-con", Phi, y, K, 1.0)
+
+
+def test_small_problems_use_the_numpy_sweep(random_problem):
+    Phi, y, K = random_problem(9, L=10, M=5, K=3)
+    st = _l2dual._State(MulticlassOperator(Phi, y, K), 1.0, 0.5)
+    assert st.dense_sweep is _l2dual._sweep_dense_py
 
 
 def test_auto_takes_dcd_where_the_qp_is_not_used(random_problem):

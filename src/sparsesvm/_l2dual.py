@@ -39,7 +39,8 @@ log nu, each hinge-reg solve warm-started from the previous one (Y scaled).
 Every stop is decided by the certified relative gap of the full problem
 (:mod:`sparsesvm.certificates`), as for the other engines.
 
-The sweep is compiled with numba when it is installed (the ``fast`` extra);
+The sweep is compiled with numba when it is installed (the ``fast`` extra) and
+the problem has at least :data:`NUMBA_MIN_WORK` entries L * M * K;
 ``SPARSESVM_NUMBA=0`` or a missing numba gives the numpy sweep (same steps).
 """
 
@@ -59,6 +60,9 @@ _sweeps = None
 #: measured on MNIST scattering features (L = 500, alpha = 1, benchmarks/bench_l2.py):
 #: sweeps to a 1e-4 gap 420 at 0.01, 440 at 0.07, 520 at 0.23, 760 at 1, 2000+ at 5
 RHO_SCALE = 0.05
+#: smallest L * M * K for which the compiled sweeps are used by default (below it the
+#: numpy sweep costs less than importing numba and loading the kernels, ~1-2 s)
+NUMBA_MIN_WORK = 1_000_000
 #: hinge-con's multiplier search gives up (eta cannot be met) beyond nu = exp(this)
 CON_MAX_LOG_NU = 25.0
 #: smallest relative gap asked of one hinge-reg solve of the hinge-con search
@@ -271,6 +275,8 @@ class _State:
         self.V = np.zeros((op.n_features, K))
         self.c = np.zeros(K)
         self.b = np.zeros(K)
+        if use_numba is None and op.n_samples * op.n_features * K < NUMBA_MIN_WORK:
+            use_numba = False  # importing numba and loading the kernels costs more
         self.dense_sweep, self.csr_sweep = _load_sweeps(use_numba)
         self.rng = np.random.default_rng(0)
         self.changed = np.ones(L, dtype=np.int8)
