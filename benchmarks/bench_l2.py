@@ -224,7 +224,7 @@ def main(argv=None):
     print(f"features: {Xtr.shape} train, {Xte.shape} test, {tf:.1f} s", flush=True)
     # compile (or load) the numba sweep outside the timings
     _l2dual.solve(MulticlassOperator(Xtr[:20], ytr[:20], 10), "reg", 1.0, 1e-2, 5, None,
-                  lambda *a: None)
+                  lambda *a: None, use_numba=True)
     results = []
     for L in args.sizes:
         row = bench_one(L, Xtr, ytr, Xte, yte, args.alpha, args)
