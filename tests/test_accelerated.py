@@ -76,6 +76,8 @@ def test_auto_engine_per_penalty(random_problem):
         acc.hinge_reg(Phi, y, K, "l2", lam=1.0, inner="cg")
     with pytest.raises(ValueError, match="for penalty 'l2' only"):
         acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="qp")
+    with pytest.raises(ValueError, match="for penalty 'l2' only"):
+        acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="dcd")
 
 
 def test_l2_without_qp_falls_back_to_pdhg(random_problem, monkeypatch):
@@ -85,16 +87,16 @@ def test_l2_without_qp_falls_back_to_pdhg(random_problem, monkeypatch):
     assert ref.settings["inner"] == "qp" and ref.n_iter == 1 and ref.converged
     # fewer features than samples: "auto" does not build the (singular) dual QP
     Phi2, y2, _ = random_problem(4, L=15, M=9)
-    assert acc.hinge_reg(Phi2, y2, K, "l2", lam=1.0, tol=1e-3).settings["inner"] == "pdhg"
+    assert acc.hinge_reg(Phi2, y2, K, "l2", lam=1.0, tol=1e-3).settings["inner"] == "dcd"
     # HiGHS reports no optimum: PDHG continues from zero
     monkeypatch.setattr(acc, "_l2_dual_qp", lambda *args, **kw: None)
     r = acc.hinge_con(Phi, y, K, "l2", eta=0.3 * L, tol=1e-6, max_iter=300000)
     assert r.converged and r.n_iter > 1
     assert r.objective == pytest.approx(ref.objective, rel=2e-6)
-    # no incremental HiGHS: "auto" takes PDHG, "qp" is refused
+    # no incremental HiGHS: "auto" takes the coordinate descent, "qp" is refused
     monkeypatch.setattr(acc, "_highspy", None)
     r = acc.hinge_reg(Phi, y, K, "l2", lam=2.0, tol=1e-6, max_iter=300000)
-    assert r.converged and r.settings["inner"] == "pdhg"
+    assert r.converged and r.settings["inner"] == "dcd"
     with pytest.raises(ValueError, match="HiGHS"):
         acc.hinge_reg(Phi, y, K, "l2", lam=2.0, inner="qp")
 

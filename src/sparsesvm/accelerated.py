@@ -5,12 +5,12 @@ solved to a *certified* accuracy: every stop is decided by the relative
 duality gap of the full problem (:mod:`sparsesvm.certificates`), so the
 result is the exact-hinge optimum to the stated tolerance.
 
-Three inner engines (option ``inner``; the default ``"auto"`` takes
+Four inner engines (option ``inner``; the default ``"auto"`` takes
 ``"cg"`` for l1 and l1inf, and for l12 with groups of at most
 :data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge
-rows L(K-1), and ``"qp"`` for l2 when
+rows L(K-1), ``"pdhg"`` for the other l12 problems; for l2 ``"qp"`` when
 L(K-1) <= :data:`QP_MAX_VARS`, M >= L (then the Gram matrix generically has
-full rank) and HiGHS' incremental interface is there, ``"pdhg"`` otherwise):
+full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
 
 * ``"cg"``: **column generation** over group atoms whose conic hull gives
   the penalty: sign vectors on one group for l1 and l1inf (finitely many:
@@ -33,6 +33,13 @@ full rank) and HiGHS' incremental interface is there, ``"pdhg"`` otherwise):
   (certified gaps of about 1e-10), else, or when that fails, at HiGHS'
   default 1e-7; when the certified gap of the point misses ``tol``, PDHG
   continues from it.
+* ``"dcd"`` (l2 only): **dual coordinate descent** on the Crammer-Singer
+  dual, one exact block step per sample (liblinear's sequential dual
+  method), with the free biases kept exact by the method of multipliers on
+  their K equality constraints; hinge-con by a search of the constraint's
+  multiplier (see :mod:`sparsesvm._l2dual`); compiled with numba when
+  installed. Its cost grows with L like a pass over the data per sweep,
+  not with (L(K-1))^2 as the dual QP's.
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
   with switchable ingredients:
 
@@ -64,6 +71,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from . import _l2dual
 from .certificates import GroupGeometry, hinge_con_gap, hinge_reg_gap
 from .core import register_solver
 from .operator import MulticlassOperator
@@ -112,6 +120,16 @@ DEFAULTS = dict(
 L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
 
+#: a restricted working-set problem whose certificate stays infinite (hinge-con: no
+#: feasible scaling of the iterate) for this many consecutive checks is abandoned
+#: and the working set grown (it may be infeasible: PDHG would then never stop)
+WS_MAX_INFEASIBLE_CHECKS = 16
+
+#: first cost of the elastic slack of the hinge-con master (it is multiplied by 10
+#: while the slack stays in use with no atom left to price, up to SLACK_COST_MAX)
+SLACK_COST_START = 1.0
+SLACK_COST_MAX = 1e12
+
 #: largest number of dual variables L(K-1) for which inner="auto" takes the dual QP
 #: for l2 (it builds the dense (L(K-1))^2 Hessian: 32 MB at 2000)
 QP_MAX_VARS = 2000
@@ -138,8 +156,9 @@ class AcceleratedResult:
         objective - dual_objective and gap / dual_objective.
     n_iter : int
         PDHG iterations (all working sets together), master-LP rounds of
-        the column generation (inner="cg"), or the number of dual QP solves
-        (1 or 2, inner="qp") when a QP's point met the tolerance.
+        the column generation (inner="cg"), the number of dual QP solves
+        (1 or 2, inner="qp") when a QP's point met the tolerance, or the
+        sweeps over the samples (inner="dcd").
     converged : bool
         rel_gap <= tol was reached.
     time : float
@@ -406,8 +425,9 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         if key not in DEFAULTS:
             raise ValueError(f"unknown option {key!r}; known: {sorted(DEFAULTS)}")
         settings[key] = val
-    if settings["inner"] not in ("auto", "cg", "pdhg", "qp"):
-        raise ValueError(f"inner must be 'auto', 'cg', 'pdhg' or 'qp', got {settings['inner']!r}")
+    if settings["inner"] not in ("auto", "cg", "pdhg", "qp", "dcd"):
+        raise ValueError("inner must be 'auto', 'cg', 'pdhg', 'qp' or 'dcd', "
+                         f"got {settings['inner']!r}")
     if settings["restart"] not in ("halpern", "none"):
         raise ValueError(f"restart must be 'halpern' or 'none', got {settings['restart']!r}")
     if settings["precondition"] not in ("none", "diag"):
@@ -423,11 +443,12 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
             inner = "cg" if small else "pdhg"
         else:  # the dual QP's Hessian has full rank (generically) when M >= L
             inner = ("qp" if _highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
-                     else "pdhg")
+                     else "dcd")
     if inner == "cg" and geo.name == "l2":
-        raise ValueError("inner='cg' needs a norm penalty (l1, l12, l1inf); for l2 use 'qp' or 'pdhg'")
-    if inner == "qp" and geo.name != "l2":
-        raise ValueError(f"inner='qp' is for penalty 'l2' only, got {geo.name!r}")
+        raise ValueError("inner='cg' needs a norm penalty (l1, l12, l1inf); for l2 use 'qp', "
+                         "'dcd' or 'pdhg'")
+    if inner in ("qp", "dcd") and geo.name != "l2":
+        raise ValueError(f"inner={inner!r} is for penalty 'l2' only, got {geo.name!r}")
     if inner == "qp" and _highspy is None:
         raise ValueError("inner='qp' needs HiGHS' incremental interface (scipy >= 1.15 or highspy)")
     settings["inner"] = inner
@@ -482,6 +503,14 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         X, Y, best, n_lp, converged = _column_generation(
             op, geo, kind, par, tol, int(max_iter), deadline, rec_cg)
         return result(X, Y, best, n_lp, converged)
+    if inner == "dcd":
+        def rec_cd(gr, n, Xc):
+            n_done[0] = n
+            record(gr, True, Xc)
+
+        X, Y, best, n_sw, converged = _l2dual.solve(op, kind, par, tol, int(max_iter), deadline,
+                                                    rec_cd)
+        return result(X, Y, best, n_sw, converged)
     X = np.zeros((M + 1, K))
     Y = np.zeros((L, K))
     if inner == "qp":
@@ -532,13 +561,18 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
             omega = ydual * prob.norm
         inner_tol = tol if full else max(0.5 * tol, 0.3 * (best.rel_gap if best is not None else 1.0))
 
+        n_inf = [0]
+
         def on_check(Xs, Yc, gr):
             n_done[0] = total
             if trace:
                 Xc = np.zeros((M + 1, K))
                 Xc[rows] = Xs
                 record(gr, full, Xc)
-            return False
+            # a restricted hinge-con problem can be infeasible (no scaling of its
+            # iterates meets the constraint: an infinite gap): grow the working set
+            n_inf[0] = n_inf[0] + 1 if not np.isfinite(gr.rel_gap) else 0
+            return not full and n_inf[0] >= WS_MAX_INFEASIBLE_CHECKS
 
         Xs, Y, omega, nit, gr, reason = _pdhg(
             prob, X[rows], Y, omega, inner_tol, max_iter - total, deadline, settings, on_check)
@@ -594,8 +628,8 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
     tol : float
         Target certified relative duality gap (P - D) / D.
     max_iter : int
-        Cap on PDHG iterations (all working sets together), or on the rounds
-        of column generation.
+        Cap on PDHG iterations (all working sets together), on the rounds
+        of column generation, or on the sweeps over the samples (dcd).
     max_time : float, optional
         Wall-clock cap in seconds.
     trace : bool
@@ -605,7 +639,8 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
     **options
         Override :data:`DEFAULTS`: inner ("auto"; "cg": column generation
         with an LP master, l1, l12 and l1inf; "qp": dual QP, l2 only;
-        "pdhg"; see the module docstring), restart
+        "dcd": dual coordinate descent, l2 only; "pdhg"; see the module
+        docstring), restart
         ("halpern"|"none"), primal_weight (bool), precondition
         ("none"|"diag"), working_set (bool), reflection (float in [0, 1]),
         check_every (int).
@@ -654,12 +689,20 @@ class _Master:
 
     Rows: S_atoms + b_k - b_{z_l} - xi_l <= -1 for every (l, k != z_l); for
     hinge-con also sum_l xi_l - s <= eta with an elastic slack s >= 0 of
-    cost ``big`` (phase-1 style: W = 0 is infeasible for eta < L). Uses
-    highspy incrementally (warm-started dual simplex) when it is installed,
-    scipy's linprog (HiGHS, rebuilt each time) otherwise.
+    cost ``big`` (an exact penalty once big exceeds the constraint's optimal
+    multiplier: W = 0 is infeasible for eta < L). ``big`` starts at
+    :data:`SLACK_COST_START` and is raised by the column generation only
+    when pricing finds no atom while the slack is still used: HiGHS'
+    tolerances are absolute, so a slack cost orders of magnitude above the
+    atoms' unit cost makes the simplex misjudge the problem (with 1e6 it
+    reported the bounded master of load_digits, hinge-con l1, as
+    unbounded). Uses highspy incrementally (warm-started primal simplex)
+    when it is installed, scipy's linprog (HiGHS, rebuilt each time)
+    otherwise.
     """
 
-    def __init__(self, L, K, y, ll, kk, kind, par, big=1e6):
+    def __init__(self, L, K, y, ll, kk, kind, par, big=None):
+        big = SLACK_COST_START if big is None else big
         self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
         self.nh = len(ll)
         nh = self.nh
@@ -704,7 +747,7 @@ class _Master:
                       Br.indices.astype(np.int32), Br.data.astype(float))
             self.h = h
 
-    def raise_big(self, factor=100.0):
+    def raise_big(self, factor=10.0):
         """Multiply the cost of the elastic slack of hinge-con by ``factor``."""
         self.big *= factor
         self.cost[-1] = self.big
@@ -840,7 +883,13 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
             new.append((Sa - Sa[ar, y][:, None])[ll, kk])
             atoms.append((int(gid), slots, sig))
         if not new:
-            if kind == "con" and slack > 0 and master.big < 1e12:
+            if kind == "con" and slack > 0:
+                if master.big >= SLACK_COST_MAX:
+                    raise ValueError(
+                        f"hinge-con: eta = {par:g} cannot be met: the smallest hinge loss "
+                        f"found is {par + slack:g} even with a multiplier of {master.big:g} "
+                        "on the constraint (eta is below the loss that the data allow, e.g. "
+                        "duplicated samples with different labels)")
                 master.raise_big()  # the elastic slack is still used: penalise it more
                 continue
             break

@@ -1,0 +1,474 @@
+"""Exact l2 engine of the accelerated solver: dual coordinate descent (issue 16).
+
+Solves hinge-reg and hinge-con with g(W) = ||W||_F^2 / 2 and *free* biases
+(the paper's model) through the Crammer-Singer dual, one sample at a time, as
+liblinear's sequential dual method (Keerthi et al., KDD 2008), which has no
+bias. How the bias is kept exact:
+
+The dual of hinge-reg (certificates module) is::
+
+    max_Y  sum_l (lam - Y[l, z_l]) - 1/2 ||Phi^T G||^2
+    s.t.   Y_l in lam * simplex (Y_l >= 0, sum_k Y_lk = lam),
+           c(Y) := sum_l G_l = 0,          G = Y - lam * E,
+
+with E the one-hot labels; the primal point is W = -Phi^T G, and the K
+equalities c = 0 are the optimality conditions of the free biases b (their
+multipliers). Coordinate descent cannot keep K equalities coupling all
+samples, so they are handled by the **method of multipliers** (augmented
+Lagrangian, Hestenes-Powell): the inner problem::
+
+    max_Y  sum_l (lam - Y[l, z_l]) - 1/2 ||Phi^T G||^2 + <b, c(Y)> - rho/2 ||c(Y)||^2
+
+has the same separable constraints as liblinear's bias-free dual (the
+rho-term is a constant feature of value sqrt(rho)), so each sample's block is
+one exact step: with scores s_l = Phi_l W + b - rho c (the biases in effect),
+``Y_l <- P(Y_l + (s_l - e_{z_l}) / (||Phi_l||^2 + rho))``, P the projection
+onto lam * simplex (exact: the sub-problem is isotropic in Y_l). After each
+sweep the multiplier is updated, ``b <- b - rho c``. It is the augmented
+Lagrangian of the dual, i.e. the proximal-point method on the primal biases:
+at a fixed point c = 0 and b is an optimal bias, so the model is the paper's
+(unpenalised biases), not liblinear's (a bias penalised as a constant feature).
+
+hinge-con: its dual adds the multiplier nu >= 0 of the constraint
+(Y_l in nu * simplex, objective minus nu * eta). For fixed nu it is the
+hinge-reg dual with lam = nu; the optimal nu is where the hinge loss of the
+hinge-reg solution equals eta (the derivative of the concave hinge-reg
+optimum in lam is that loss). It is found by a safeguarded secant search on
+log nu, each hinge-reg solve warm-started from the previous one (Y scaled).
+
+Every stop is decided by the certified relative gap of the full problem
+(:mod:`sparsesvm.certificates`), as for the other engines.
+
+The sweep is compiled with numba when it is installed (the ``fast`` extra) and
+the problem has at least :data:`NUMBA_MIN_WORK` entries L * M * K;
+``SPARSESVM_NUMBA=0`` or a missing numba gives the numpy sweep (same steps).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .certificates import hinge_con_gap, hinge_reg_gap
+
+_sweeps = None
+
+#: augmented-Lagrangian penalty rho relative to the mean squared sample norm;
+#: measured on MNIST scattering features (L = 500, alpha = 1, benchmarks/bench_l2.py):
+#: sweeps to a 1e-4 gap 420 at 0.01, 440 at 0.07, 520 at 0.23, 760 at 1, 2000+ at 5
+RHO_SCALE = 0.05
+#: smallest L * M * K for which the compiled sweeps are used by default (below it the
+#: numpy sweep costs less than importing numba and loading the kernels, ~1-2 s)
+NUMBA_MIN_WORK = 1_000_000
+#: hinge-con's multiplier search gives up (eta cannot be met) beyond nu = exp(this)
+CON_MAX_LOG_NU = 25.0
+#: smallest relative gap asked of one hinge-reg solve of the hinge-con search
+CON_MIN_INNER = 1e-13
+#: sweeps between certificate checks (each check also makes the next sweep a full one)
+CHECK_EVERY = 10
+
+
+# ---------------------------------------------------------------------------
+# one sample's exact block step (shared by the numpy and numba sweeps)
+def _simplex_project(t, radius, out):
+    """Euclidean projection of t (K,) onto {x >= 0, sum x = radius}, written to out."""
+    K = t.shape[0]
+    u = np.sort(t)[::-1]
+    css = 0.0
+    theta = 0.0
+    for j in range(K):
+        css += u[j]
+        th = (css - radius) / (j + 1)
+        if j == K - 1 or u[j + 1] <= th:
+            theta = th
+            break
+    for k in range(K):
+        v = t[k] - theta
+        out[k] = v if v > 0.0 else 0.0
+
+
+def _sweep_rows_py(row, y, Y, V, c, bb, rho, lam, sq, order, changed):
+    """numpy sweep; ``row(l)`` gives (feature indices or a full slice, values) of sample l."""
+    K = Y.shape[1]
+    ynew = np.empty(K)
+    big = 0.0
+    for l in order:
+        js, vs = row(l)
+        s = bb - rho * c - vs @ V[js]
+        s[y[l]] -= 1.0
+        _simplex_project(Y[l] + s / (sq[l] + rho), lam, ynew)
+        d = ynew - Y[l]
+        m = np.abs(d).max()
+        changed[l] = m > 0.0
+        if m == 0.0:
+            continue
+        big = max(big, m)
+        Y[l] = ynew
+        c += d
+        V[js] += np.outer(vs, d)
+    return big
+
+
+def _sweep_dense_py(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
+    """One pass of exact block steps over the samples in ``order`` (in place).
+
+    Phi (L, M); Y (L, K) dual iterate on lam * simplex; V = Phi^T (Y - lam E)
+    (M, K); c = sum_l (Y - lam E)_l (K,); bb (K,) the current multiplier b
+    (the scores use bb - rho c); sq (L,) squared row norms; changed (L,) int8
+    output: 1 where the sample's block moved, 0 where it did not.
+    Returns the largest change of a Y entry.
+    """
+    everything = slice(None)
+    return _sweep_rows_py(lambda l: (everything, Phi[l]), y, Y, V, c, bb, rho, lam, sq, order,
+                          changed)
+
+
+def _sweep_csr_py(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
+    """As :func:`_sweep_dense_py` for CSR features (indptr, indices, data)."""
+    def row(l):
+        lo, hi = indptr[l], indptr[l + 1]
+        return indices[lo:hi], data[lo:hi]
+
+    return _sweep_rows_py(row, y, Y, V, c, bb, rho, lam, sq, order, changed)
+
+
+def _compile(numba):
+    """numba versions of the two sweeps (explicit loops, no temporaries)."""
+    proj = numba.njit(cache=True, nogil=True)(_simplex_project)
+
+    @numba.njit(cache=True, nogil=True)
+    def block(Y, l, z, s, h, lam, t, ynew, d, c):
+        """Exact step on sample l from its scores s (K,) and curvature h: Y[l], c
+        updated in place, the change in d; returns max |d|."""
+        K = Y.shape[1]
+        s[z] -= 1.0
+        for k in range(K):
+            t[k] = Y[l, k] + s[k] / h
+        proj(t, lam, ynew)
+        m = 0.0
+        for k in range(K):
+            d[k] = ynew[k] - Y[l, k]
+            if abs(d[k]) > m:
+                m = abs(d[k])
+        if m > 0.0:
+            for k in range(K):
+                Y[l, k] = ynew[k]
+                c[k] += d[k]
+        return m
+
+    @numba.njit(cache=True, nogil=True)
+    def sweep_dense(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
+        M = Phi.shape[1]
+        K = Y.shape[1]
+        s = np.empty(K)
+        t = np.empty(K)
+        ynew = np.empty(K)
+        d = np.empty(K)
+        big = 0.0
+        for l in order:
+            for k in range(K):
+                s[k] = bb[k] - rho * c[k]
+            for j in range(M):
+                p = Phi[l, j]
+                if p != 0.0:
+                    for k in range(K):
+                        s[k] -= p * V[j, k]
+            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c)
+            changed[l] = 1 if m > 0.0 else 0
+            if m == 0.0:
+                continue
+            if m > big:
+                big = m
+            for j in range(M):
+                p = Phi[l, j]
+                if p != 0.0:
+                    for k in range(K):
+                        V[j, k] += p * d[k]
+        return big
+
+    @numba.njit(cache=True, nogil=True)
+    def sweep_csr(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
+        K = Y.shape[1]
+        s = np.empty(K)
+        t = np.empty(K)
+        ynew = np.empty(K)
+        d = np.empty(K)
+        big = 0.0
+        for l in order:
+            for k in range(K):
+                s[k] = bb[k] - rho * c[k]
+            for i in range(indptr[l], indptr[l + 1]):
+                j = indices[i]
+                p = data[i]
+                for k in range(K):
+                    s[k] -= p * V[j, k]
+            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c)
+            changed[l] = 1 if m > 0.0 else 0
+            if m == 0.0:
+                continue
+            if m > big:
+                big = m
+            for i in range(indptr[l], indptr[l + 1]):
+                j = indices[i]
+                p = data[i]
+                for k in range(K):
+                    V[j, k] += p * d[k]
+        return big
+
+    return sweep_dense, sweep_csr
+
+
+def _load_sweeps(use_numba=None):
+    """(dense sweep, csr sweep): compiled when numba is usable, else the numpy ones."""
+    global _sweeps
+    if use_numba is None:
+        use_numba = os.environ.get("SPARSESVM_NUMBA", "1") != "0"
+    if not use_numba:
+        return _sweep_dense_py, _sweep_csr_py
+    if _sweeps is None:
+        try:
+            import numba
+        except ImportError:
+            _sweeps = False
+        else:
+            _sweeps = _compile(numba)
+    return _sweeps or (_sweep_dense_py, _sweep_csr_py)
+
+
+def compiled():
+    """Whether the numba sweeps are used."""
+    return _load_sweeps() != (_sweep_dense_py, _sweep_csr_py)
+
+
+# ---------------------------------------------------------------------------
+class _State:
+    """Dual iterate of the augmented-Lagrangian coordinate descent.
+
+    Attributes
+    ----------
+    Y : ndarray (L, K)
+        On lam * simplex row-wise.
+    V : ndarray (M, K)
+        Phi^T (Y - lam E); the primal weights are W = -V.
+    c : ndarray (K,)
+        Bias residual sum_l (Y - lam E)_l (0 at a dual-feasible point).
+    b : ndarray (K,)
+        Multiplier of c = 0: the biases.
+    """
+
+    def __init__(self, op, lam, rho, use_numba=None):
+        self.op, self.lam, self.rho = op, float(lam), float(rho)
+        Phi = op.Phi
+        L, K = op.n_samples, op.n_classes
+        self.E = np.zeros((L, K))
+        self.E[np.arange(L), op.y_idx] = 1.0
+        self.sparse = sp.issparse(Phi)
+        if self.sparse:
+            self.sq = np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel()
+        else:
+            self.sq = np.einsum("ij,ij->i", Phi, Phi)
+        self.y = np.ascontiguousarray(op.y_idx, dtype=np.int64)
+        self.Y = self.lam * self.E
+        self.V = np.zeros((op.n_features, K))
+        self.c = np.zeros(K)
+        self.b = np.zeros(K)
+        if use_numba is None and op.n_samples * op.n_features * K < NUMBA_MIN_WORK:
+            use_numba = False  # importing numba and loading the kernels costs more
+        self.dense_sweep, self.csr_sweep = _load_sweeps(use_numba)
+        self.rng = np.random.default_rng(0)
+        self.changed = np.ones(L, dtype=np.int8)
+        self.active = None
+
+    def rescale(self, lam):
+        """Move to another lam (hinge-con's search): Y scaled, V and c recomputed."""
+        f = float(lam) / self.lam
+        self.lam = float(lam)
+        self.Y *= f
+        self.b *= f
+        self.refresh()
+
+    def refresh(self):
+        """Recompute V and c from Y (removes the drift of the incremental updates)."""
+        G = self.Y - self.lam * self.E
+        self.V = np.ascontiguousarray(self.op.Phi.T @ G)
+        self.c = G.sum(axis=0)
+
+    def sweep(self, full=True):
+        """One random-order pass of block steps, then the multiplier update.
+
+        With ``full=False`` only the samples whose block moved at their last
+        visit are visited (shrinking: a block left where it was, e.g. a
+        correctly classified sample at Y_l = lam e_z, is skipped until the
+        next full pass).
+        """
+        L = self.op.n_samples
+        if full or self.active is None:
+            order = self.rng.permutation(L)
+        else:
+            order = self.rng.permutation(self.active)
+        Phi = self.op.Phi
+        if self.sparse:
+            big = self.csr_sweep(Phi.indptr, Phi.indices, Phi.data, self.y, self.Y, self.V,
+                                 self.c, self.b, self.rho, self.lam, self.sq, order, self.changed)
+        else:
+            big = self.dense_sweep(Phi, self.y, self.Y, self.V, self.c, self.b, self.rho,
+                                   self.lam, self.sq, order, self.changed)
+        self.active = np.sort(order[self.changed[order] != 0])
+        self.b -= self.rho * self.c
+        return big
+
+    def primal(self):
+        """X = [W; b] (M+1, K) with W = -V, biases centred (sum b = 0)."""
+        return np.vstack([-self.V, (self.b - self.b.mean())[None, :]])
+
+
+def _default_rho(op):
+    """Penalty of the augmented Lagrangian: RHO_SCALE times the mean squared norm of a sample."""
+    Phi = op.Phi
+    if sp.issparse(Phi):
+        ms = float(Phi.multiply(Phi).sum()) / op.n_samples
+    else:
+        ms = float(np.einsum("ij,ij->", Phi, Phi)) / op.n_samples
+    return RHO_SCALE * ms if ms > 0 else 1.0
+
+
+def _reg_solve(st, tol, max_sweeps, deadline, check_every, record, n0=0):
+    """Sweeps on hinge-reg (lam = st.lam) until the certified gap <= tol.
+
+    Returns (GapResult, sweeps done, converged, stop reason).
+    """
+    op = st.op
+    best = None
+    n = 0
+    while n < max_sweeps:
+        st.sweep(full=n % check_every == 0)
+        n += 1
+        if n % check_every and n < max_sweeps:
+            continue
+        X = st.primal()
+        best = hinge_reg_gap(op, X, st.Y, "l2", lam=st.lam)
+        record(best, n0 + n, X)
+        if best.rel_gap <= tol:
+            return best, n, True, "converged"
+        if deadline is not None and time.perf_counter() > deadline:
+            return best, n, False, "time"
+    return best, n, False, "max_iter"
+
+
+def solve(op, kind, par, tol, max_sweeps, deadline, record, rho=None, check_every=CHECK_EVERY,
+          use_numba=None):
+    """Dual coordinate descent for l2 hinge-reg (par = lam) or hinge-con (par = eta).
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+    kind : {"reg", "con"}
+    par : float
+    tol : float
+        Target certified relative gap.
+    max_sweeps : int
+        Cap on passes over the samples (all hinge-reg solves together).
+    deadline : float or None
+        time.perf_counter() value after which to stop.
+    record : callable(GapResult, int, X)
+        Called at every certificate check.
+    rho : float, optional
+        Augmented-Lagrangian penalty (default: mean squared sample norm).
+    check_every : int
+        Sweeps between certificate checks.
+    use_numba : bool, optional
+        Force the compiled (True) or numpy (False) sweep.
+
+    Returns
+    -------
+    X : ndarray (M+1, K)
+    Y : ndarray (L, K)
+    best : GapResult
+    n : int
+        Sweeps done.
+    converged : bool
+    """
+    rho = _default_rho(op) if rho is None else float(rho)
+    if kind == "reg":
+        st = _State(op, par, rho, use_numba)
+        best, n, conv, _ = _reg_solve(st, tol, max_sweeps, deadline, check_every, record)
+        return st.primal(), st.Y, best, n, conv
+    return _con_search(op, par, tol, max_sweeps, deadline, record, rho, check_every, use_numba)
+
+
+def _con_search(op, eta, tol, max_sweeps, deadline, record, rho, check_every, use_numba):
+    """hinge-con: search the multiplier nu (hinge-reg with lam = nu has loss eta).
+
+    Each step solves hinge-reg at lam = nu (warm-started, Y scaled) to a
+    relative gap ``inner`` (from 1e-2 down to tol / 10, and at most a tenth of
+    the relative loss error r = |loss - eta| / eta and r^2: the loss error of a
+    point grows like the square root of its gap), certifies the hinge-con problem at that
+    point, and moves log nu (the loss is non-increasing in nu): by +-2 until
+    the root is bracketed, then by regula falsi (Illinois variant: no one-sided
+    stagnation) inside the bracket; a bracket that closes without a certificate
+    (a sign from a too inexact solve) is dropped and rebuilt by small steps
+    with 100 times more exact solves. The stop is the certified hinge-con gap; a
+    point exactly on the constraint at a kink of the loss (no scaling makes it
+    feasible: an infinite certificate) is left for the strictly feasible side
+    of the bracket.
+    """
+    st = _State(op, 1.0, rho, use_numba)
+    total = 0
+    lo = hi = None  # [log nu, loss - eta]: largest with loss > eta, smallest with loss < eta
+    side = 0        # which end moved last (Illinois: halve the other end's value on repeats)
+    lognu = 0.0
+    best = None
+    floor = max(CON_MIN_INNER, 0.1 * tol)
+    step = 2.0
+    inner = max(floor, 1e-2)
+    while total < max_sweeps:
+        if lognu > CON_MAX_LOG_NU:
+            raise ValueError(
+                f"hinge-con: eta = {eta:g} cannot be met: the hinge loss is still "
+                f"{best[0].loss:g} with a multiplier of {np.exp(lognu - 2.0):g} on the "
+                "constraint (eta is below the loss that the data allow, e.g. duplicated "
+                "samples with different labels, or reachable only with a larger multiplier)")
+        st.rescale(np.exp(lognu))
+        g, n, _, reason = _reg_solve(st, inner, max_sweeps - total, deadline, check_every,
+                                     lambda *a: None, total)
+        total += n
+        X = st.primal()
+        cert = hinge_con_gap(op, X, st.Y, "l2", eta=eta)
+        record(cert, total, X)
+        if best is None or cert.rel_gap < best[0].rel_gap:
+            best = (cert, X, st.Y.copy())
+        if cert.rel_gap <= tol:
+            return X, st.Y, cert, total, True
+        if reason == "time":
+            break
+        f = g.loss - eta
+        if f > 0:
+            if side == 1 and hi is not None:
+                hi[1] *= 0.5
+            lo, side = [lognu, f], 1
+        else:
+            if side == -1 and lo is not None:
+                lo[1] *= 0.5
+            hi, side = [lognu, f], -1
+        r = abs(f) / eta
+        inner = max(floor, min(inner, 0.1 * r, r * r))
+        if lo is not None and hi is not None and not hi[0] - lo[0] > 1e-14 * max(1.0, abs(lo[0])):
+            # the bracket closed on a point without a certificate: a sign came from a
+            # too inexact solve; solve more exactly and bracket again, by small steps
+            if inner <= floor and step < 1.0:
+                break
+            inner = max(floor, inner / 100.0)
+            lo, hi, side, step = None, None, 0, 1e-2
+            continue
+        if lo is None:
+            lognu -= step
+        elif hi is None:
+            lognu += step
+        else:
+            (a, fa), (bnd, fb) = lo, hi
+            lognu = a - fa * (bnd - a) / (fb - fa)
+    cert, X, Y = best
+    return X, Y, cert, total, False
