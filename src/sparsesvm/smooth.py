@@ -239,12 +239,23 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
     y = np.asarray(y_idx)
     Ypm = -np.ones((L, K))
     Ypm[np.arange(L), y] = 1.0
+    # free biases: centring the features is an exact reparametrisation
+    # (Phi W + 1 b^T = (Phi - 1 mu^T) W + 1 (b + W^T mu)^T) that removes the
+    # features' common component, collinear with the bias (raw expression
+    # values: all positive, means in the thousands); the certificate is
+    # unchanged (same scores; V = Phi^T G once 1^T G = 0)
+    mu = None
+    if not issparse(Phi):
+        mu = Phi.mean(axis=0)
+        Phi = Phi - mu
     units = _Units(Phi, geo)
     c = _curvature(method, K)
     lip = lam * c * units.norm2
     lip_b = lam * c * L
     X = np.zeros((M + 1, K)) if X0 is None else np.array(X0, dtype=float)
     W, b = X[:-1], X[-1]
+    if mu is not None:
+        b += mu @ W
     S = np.asarray(Phi @ W) + b
     Gs = _score_grad(method, S, y, Ypm)
     tr = {"iteration": [], "time": [], "objective": [], "rel_gap": [], "rel_change": []}
@@ -276,11 +287,14 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
             tr["time"].append(tm)
             tr["objective"].append(full.primal)
             tr["rel_gap"].append(full.rel_gap)
-            nx = np.linalg.norm(X)
-            tr["rel_change"].append(float(np.linalg.norm(X - X_last) / nx) if nx > 0 else np.inf)
+            Xo = X.copy()
+            if mu is not None:
+                Xo[-1] -= mu @ W
+            nx = np.linalg.norm(Xo)
+            tr["rel_change"].append(float(np.linalg.norm(Xo - X_last) / nx) if nx > 0 else np.inf)
             if reference is not None:
-                tr["rel_dist"].append(float(np.linalg.norm(X - ref) / np.linalg.norm(ref)))
-            X_last = X.copy()
+                tr["rel_dist"].append(float(np.linalg.norm(Xo - ref) / np.linalg.norm(ref)))
+            X_last = Xo
         if full.rel_gap <= tol or epochs >= max_iter or time.perf_counter() > deadline:
             break
         if geo.name == "l2":
@@ -350,7 +364,43 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
             sub = smooth_gap_scores(method, Phi_ws, y, S, W[rows], sub_geo, lam)
             if sub.rel_gap <= inner_tol or time.perf_counter() > deadline:
                 break
+    if mu is not None:
+        b -= mu @ W
     clock = time.perf_counter() - t0
     return SmoothResult(X, epochs, bool(full.rel_gap <= tol), full.primal, full.dual,
                         float(full.rel_gap), clock, n_outer,
                         {k: np.asarray(v) for k, v in tr.items()} if trace else None)
+
+
+# ---------------------------------------------------------------------------
+# plug into SparseSVC(solver="accelerated", stopping="gap")
+def _estimator_adapter(method):
+    """``run(op, penalty, alpha, **)`` -> solvers.SolverResult for core.SOLVERS."""
+
+    def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
+        from .solvers import SolverResult
+
+        if stopping != "gap":
+            raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
+        geo = GroupGeometry(penalty.name, penalty.groups, op.n_features, op.n_classes)
+        r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, 1.0 / alpha, tol=tol,
+                  max_iter=max_iter, trace=bool(trace), reference=reference)
+        tr = None
+        if trace:
+            tr = {k: r.trace[k] for k in ("iteration", "time", "rel_change", "objective")}
+            tr["iteration"] = tr["iteration"].astype(np.int64)
+            if reference is not None:
+                tr["rel_dist"] = r.trace["rel_dist"]
+        return SolverResult(r.X, r.n_iter, r.converged, r.objective, 0.0, r.time, tr,
+                            rel_gap=float(r.rel_gap))
+
+    return run
+
+
+def _register():
+    from .core import register_solver
+
+    register_solver("accelerated", {m: _estimator_adapter(m) for m in SMOOTH_METHODS}, ("gap",))
+
+
+_register()
