@@ -79,6 +79,94 @@ def _score_grad(method, S, y, Ypm):
     return Z
 
 
+def _score_hessian(method, S, y, Ypm):
+    """Blocks ``H_l`` (L, K, K) of the (generalised) Hessian of the loss w.r.t. a row of scores."""
+    L, K = S.shape
+    ar = np.arange(L)
+    if method == "ova":
+        act = (1.0 - Ypm * S) > 0
+        return 2.0 * act[:, :, None] * np.eye(K)[None]
+    Z = S - S[ar, y][:, None] + 1.0
+    Z[ar, y] = -np.inf if method == "square" else 0.0
+    if method == "square":
+        act = (Z > 0).astype(float)
+        H = 2.0 * act[:, :, None] * np.eye(K)[None]          # sum_k a_k e_k e_k^T
+        H[ar, y, :] -= 2.0 * act                               # - a_k (e_z e_k^T + e_k e_z^T)
+        H[ar, :, y] -= 2.0 * act
+        H[ar, y, y] += 2.0 * act.sum(axis=1)                   # + a_k e_z e_z^T
+        return H
+    Z -= Z.max(axis=1, keepdims=True)
+    P = np.exp(Z)
+    P /= P.sum(axis=1, keepdims=True)
+    return P[:, :, None] * np.eye(K)[None] - P[:, :, None] * P[:, None, :]
+
+
+#: largest L*K for which l2 uses the Newton method in sample space (it solves
+#: dense linear systems of that size)
+KERNEL_MAX = 1500
+
+
+def _l2_kernel_newton(method, Phi, y, Ypm, geo, lam, tol, max_iter, deadline):
+    """l2 problems in sample space, by Newton's method.
+
+    With the thin SVD ``Phi = U diag(sig) V^T`` (rank r <= L), the solution has
+    ``W = V C`` (representer theorem) and the problem is
+    ``1/2 ||C||^2 + lam F(J C + 1 b^T)``, ``J = U diag(sig)`` (L, r): r K + K
+    variables. Newton steps with the (generalised, for the squared hinges)
+    Hessian ``I + lam J^T H J`` (H: the blocks of :func:`_score_hessian`),
+    solved by least squares, and an Armijo line search; stops on the
+    certified gap of ``W = V C``.
+    """
+    L, K = Ypm.shape
+    P = Phi.toarray() if issparse(Phi) else Phi
+    U, sig, Vt = np.linalg.svd(P, full_matrices=False)
+    keep = sig > sig[0] * 1e-13 if sig.size else sig > 0
+    J = U[:, keep] * sig[keep]
+    Vt = Vt[keep]
+    r = J.shape[1]
+    C = np.zeros((r, K))
+    b = np.zeros(K)
+    nC = r * K
+
+    def obj(C, b):
+        S = J @ C + b
+        return 0.5 * float(np.vdot(C, C)) + lam * _loss(method, S, y, Ypm), S
+
+    f, S = obj(C, b)
+    it = 0
+    res = None
+    for it in range(1, max_iter + 1):
+        res = smooth_gap_scores(method, Phi, y, S, Vt.T @ C, geo, lam)
+        if res.rel_gap <= tol or time.perf_counter() > deadline:
+            break
+        Gs = _score_grad(method, S, y, Ypm)
+        H = _score_hessian(method, S, y, Ypm)
+        gC = C + lam * (J.T @ Gs)
+        gb = lam * Gs.sum(axis=0)
+        HJ = np.einsum("lkm,li->likm", H, J)            # (L, r, K, K)
+        Hcc = lam * np.einsum("lj,likm->ikjm", J, HJ).reshape(nC, nC) + np.eye(nC)
+        Hcb = lam * HJ.sum(axis=0).reshape(nC, K)
+        Hbb = lam * H.sum(axis=0)
+        Hfull = np.block([[Hcc, Hcb], [Hcb.T, Hbb]])
+        g = np.concatenate([gC.ravel(), gb])
+        d = -np.linalg.lstsq(Hfull, g, rcond=None)[0]
+        dC, db = d[:nC].reshape(r, K), d[nC:]
+        slope = float(g @ d)
+        t = 1.0
+        while t > 1e-12:
+            fn, Sn = obj(C + t * dC, b + t * db)
+            if fn <= f + 1e-4 * t * min(slope, 0.0):
+                break
+            t *= 0.5
+        if t <= 1e-12:
+            break
+        C, b, f, S = C + t * dC, b + t * db, fn, Sn
+    W = Vt.T @ C
+    if res is None or res.rel_gap > tol:
+        res = smooth_gap_scores(method, Phi, y, S, W, geo, lam)
+    return W, b, S, it, res
+
+
 def _loss(method, S, y, Ypm):
     n = S.shape[0]
     ar = np.arange(n)
@@ -269,6 +357,24 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
     X_last = X.copy()
     full = None
     deadline = np.inf if max_time is None else t0 + max_time
+    kernel_done = False
+    if geo.name == "l2" and L * K <= KERNEL_MAX and X0 is None:
+        Wn, bn, S, epochs, full = _l2_kernel_newton(method, Phi, y, Ypm, geo, lam, tol, max_iter,
+                                                    deadline)
+        W[:] = Wn
+        b[:] = bn
+        n_outer = epochs
+        if trace:
+            tr["iteration"].append(epochs)
+            tr["time"].append(time.perf_counter() - t0)
+            tr["objective"].append(full.primal)
+            tr["rel_gap"].append(full.rel_gap)
+            tr["rel_change"].append(np.nan)
+            if reference is not None:
+                Xo = X.copy()
+                Xo[-1] -= mu @ W if mu is not None else 0.0
+                tr["rel_dist"].append(float(np.linalg.norm(Xo - ref) / np.linalg.norm(ref)))
+        kernel_done = True   # no coordinate descent
 
     def bias_step():
         nonlocal S, Gs
@@ -277,7 +383,7 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
         S += d
         Gs = _score_grad(method, S, y, Ypm)
 
-    while True:
+    while not kernel_done:
         # -- full certificate and working-set scores ----------------------
         full = smooth_gap_scores(method, Phi, y, S, W, geo, lam)
         n_outer += 1
