@@ -75,6 +75,7 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--methods", default="square,logit,ova")
     ap.add_argument("--problems", default="leukemia,mnist")
+    ap.add_argument("--penalties", default="l1,l1inf,l2", help="leukemia penalties to run")
     ap.add_argument("--no-anchor", action="store_true")
     ap.add_argument("--paper-iter", type=int, default=0,
                     help="also run the paper's algorithm with stopping='gap' up to this many iterations")
@@ -83,7 +84,8 @@ def main(argv=None):
     if "leukemia" in a.problems:
         Phi, y = leukemia(a.mirror)
         for pen, g, alphas in (("l1", None, (1e3, 1e4)), ("l1inf", 5, (1e4,)), ("l2", None, (1e8,))):
-            cases += [("leukemia", Phi, y, pen, g, al) for al in alphas]
+            if pen in a.penalties.split(","):
+                cases += [("leukemia", Phi, y, pen, g, al) for al in alphas]
     if "mnist" in a.problems:
         Phi, y = mnist_like()
         cases += [("mnist-like L=100", Phi, y, "l1inf", 81, al) for al in (0.1, 1.0)]
