@@ -203,7 +203,7 @@ def test_sparsesvc_accelerated_matches_cvx(random_problem):
     with pytest.raises(ValueError, match="stopping"):
         est.SparseSVC(method="hinge-reg", solver="accelerated", stopping="rel_change").fit(Phi, y)
     with pytest.raises(ValueError):
-        est.SparseSVC(method="square", solver="accelerated", stopping="gap").fit(Phi, y)
+        est.SparseSVC(method="hinge-lin", solver="accelerated", stopping="gap").fit(Phi, y)
 
 
 def test_elastic_slack_of_hinge_con_is_priced_out(random_problem, monkeypatch):

@@ -58,6 +58,9 @@ __all__ = [
     "feasible_scaling",
     "circulation_part",
     "certify",
+    "SMOOTH_METHODS",
+    "smooth_gap",
+    "smooth_gap_scores",
 ]
 
 
@@ -527,3 +530,242 @@ def certify(method, op, penalty, X, Y, *, lam=None, eta=None, TX=None):
             raise ValueError(f"certify: {method} needs eta")
         return hinge_con_gap(op, X, Y, penalty, eta=eta, TX=TX)
     raise ValueError(f"certify: method must be hinge-reg, hinge-con or hinge-lin, got {method!r}")
+
+
+# ---------------------------------------------------------------------------
+# Smooth baselines: square, logit, one-vs-all (issue 13)
+# ---------------------------------------------------------------------------
+#: methods certified by :func:`smooth_gap`
+SMOOTH_METHODS = ("square", "logit", "ova")
+
+
+def _smooth_losses(method, S, y, lam):
+    """Loss value and the dual point built from its gradient at the scores S.
+
+    Returns ``(loss, U)`` with ``loss`` the (unweighted) sum of losses and
+    ``U`` (L, K) the dual point ``lam * grad``:
+
+    * square: ``U = 2 lam max(0, T X + R)`` off-class (0 on the class z_l);
+    * logit: ``U = lam softmax(T X + R)`` off-class (0 on the class z_l);
+    * ova: ``U[:, k] = 2 lam max(0, 1 - y_lk S[l, k])`` (``y_lk = +-1``),
+      the multiplier magnitudes of the K binary problems.
+    """
+    L, K = S.shape
+    ar = np.arange(L)
+    if method == "ova":
+        Ypm = -np.ones((L, K))
+        Ypm[ar, y] = 1.0
+        P = np.maximum(1.0 - Ypm * S, 0.0)
+        return float(np.vdot(P, P)), 2.0 * lam * P
+    Z = S - S[ar, y][:, None] + 1.0
+    Z[ar, y] = 0.0
+    if method == "square":
+        P = np.maximum(Z, 0.0)
+        P[ar, y] = 0.0
+        return float(np.vdot(P, P)), 2.0 * lam * P
+    m = Z.max(axis=1, keepdims=True)
+    E = np.exp(Z - m)
+    tot = E.sum(axis=1)
+    loss = float(np.sum(m[:, 0] + np.log(tot)))
+    U = lam * (E / tot[:, None])
+    U[ar, y] = 0.0
+    return loss, U
+
+
+def _xlogx(v):
+    """v log v with 0 log 0 = 0 (v >= 0)."""
+    return v * np.log(np.where(v > 0, v, 1.0))
+
+
+def _logit_scale(U, s, lam, cmax, Q):
+    """Best scale c in [0, cmax] of the logit dual point U (rows sums s).
+
+    The dual value along the ray is
+    ``phi(c) = -sum c U log(c U / lam) + c sum U - lam sum_l q_l log q_l - c^2 Q / 2``
+    with ``q_l = 1 - c s_l / lam``: concave, so the root of its decreasing
+    derivative is found by bisection (``Q = 0`` for a norm penalty).
+    """
+    pos = U > 0
+    Up = U[pos]
+    sp_ = s[s > 0]
+
+    def dphi(c):
+        q = np.maximum(1.0 - c * sp_ / lam, 1e-300)
+        return (-float(np.sum(Up * np.log(c * Up / lam))) + float(np.sum(sp_ * np.log(q)))
+                + float(sp_.sum()) - c * Q)
+
+    if dphi(cmax) >= 0:
+        return cmax
+    lo, hi = 0.0, cmax
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if dphi(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _logit_dual_value(U, s, lam, c, Q):
+    """phi(c) of :func:`_logit_scale`."""
+    q = np.maximum(1.0 - c * s / lam, 0.0)
+    return (-float(np.sum(_xlogx(c * U / lam))) * lam + c * float(U.sum())
+            - lam * float(np.sum(_xlogx(q))) - 0.5 * c * c * Q)
+
+
+def _ova_balance(U, y):
+    """Make each column's signed multipliers sum to zero (the bias condition).
+
+    Column k of the binary problem k has multipliers ``u_l = -U[l, k] y_lk``
+    with ``U >= 0``; ``sum_l u_l = 0`` says that the mass on the class's
+    samples equals the mass on the others. The heavier side is scaled down
+    to the lighter (exact, keeps ``U >= 0``).
+    """
+    L, K = U.shape
+    U = np.maximum(U, 0.0)
+    on = np.zeros((L, K), dtype=bool)
+    on[np.arange(L), y] = True
+    pos = np.where(on, U, 0.0).sum(axis=0)
+    neg = U.sum(axis=0) - pos
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fpos = np.where(pos > neg, np.where(pos > 0, neg / pos, 0.0), 1.0)
+        fneg = np.where(neg > pos, np.where(neg > 0, pos / neg, 0.0), 1.0)
+    return U * np.where(on, fpos, fneg)
+
+
+def smooth_gap_scores(method, Phi, y_idx, S, W, geo, lam):
+    """Certified duality gap of a smooth baseline from its scores.
+
+    The core of :func:`smooth_gap`, on any feature matrix (a working-set
+    solver passes the columns of its working set and the restricted geometry).
+
+    Parameters
+    ----------
+    method : {"square", "logit", "ova"}
+    Phi : ndarray (L, M) or sparse matrix
+    y_idx : int ndarray (L,)
+    S : ndarray (L, K)
+        Scores ``Phi W + 1 b^T`` of the point.
+    W : ndarray (M, K)
+        Weights of the point (biases enter through S only).
+    geo : GroupGeometry
+        For (M, K).
+    lam : float > 0
+
+    Returns
+    -------
+    GapResult
+    """
+    y = np.asarray(y_idx)
+    L, K = S.shape
+    loss, U = _smooth_losses(method, S, y, lam)
+    primal = geo.value(W) + lam * loss
+    if method == "ova":
+        U = _ova_balance(U, y)
+        Ypm = -np.ones((L, K))
+        Ypm[np.arange(L), y] = 1.0
+        V = np.asarray(Phi.T @ (U * Ypm))
+        A = U.sum(axis=0)
+        B = (U * U).sum(axis=0) / (4.0 * lam)
+        if geo.name == "l2":
+            Q = (V * V).sum(axis=0)
+            den = 2.0 * B + Q
+            c = np.where(den > 0, A / np.where(den > 0, den, 1.0), 0.0)
+            dual = float(np.sum(c * A - c * c * (B + 0.5 * Q)))
+        else:
+            dn = geo.group_dual_norms(V).max(axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c = np.where(B > 0, A / (2.0 * np.where(B > 0, B, 1.0)), 0.0)
+                c = np.where(dn > 0, np.minimum(c, 1.0 / np.where(dn > 0, dn, 1.0)), c)
+            dual = float(np.sum(c * A - c * c * B))
+    else:
+        # exact bias condition: the class-to-class flow of U must circulate
+        U = _balanced_offclass(U, y, K, cap=lam if method == "logit" else None)
+        G = U.copy()
+        G[np.arange(L), y] = -U.sum(axis=1)
+        V = np.asarray(Phi.T @ G)
+        if geo.name == "l2":
+            Q, cmax = float(np.vdot(V, V)), np.inf
+        else:
+            dn = geo.dual_norm(V)
+            Q, cmax = 0.0, (1.0 / dn if dn > 0 else np.inf)
+        if method == "square":
+            A, B = float(U.sum()), float(np.vdot(U, U)) / (4.0 * lam)
+            den = 2.0 * B + Q
+            c = min(cmax, A / den) if den > 0 else 0.0
+            dual = c * A - c * c * (B + 0.5 * Q)
+        else:
+            s = U.sum(axis=1)
+            smax = float(s.max())
+            if smax <= 0:
+                dual = 0.0
+            else:
+                c = _logit_scale(U, s, lam, min(cmax, lam / smax), Q)
+                dual = _logit_dual_value(U, s, lam, c, Q)
+    gap = primal - dual
+    return GapResult(primal, dual, gap, _rel(gap, dual), 1.0, 0.0, loss)
+
+
+def smooth_gap(method, op, X, penalty, groups=None, lam=1.0, S=None):
+    """Certified duality gap of square, logit or one-vs-all at X.
+
+    The three problems, ``P(X) = g(W) + lam * sum_l f_l(S_l)`` with scores
+    ``S = Phi W + 1 b^T`` (biases free)::
+
+        square: f_l = sum_{k != z_l} max(0, 1 + S_lk - S_lz)^2
+        logit:  f_l = log(1 + sum_{k != z_l} exp(1 + S_lk - S_lz))
+        ova:    f_l = sum_k max(0, 1 - y_lk S_lk)^2     (y_lk = +1 iff k = z_l)
+
+    Fenchel dual (square, logit; ``U`` (L, K) off-class, ``G = U`` with
+    ``G[l, z_l] = -sum_k U[l, k]``, ``V = Phi^T G``)::
+
+        maximise_U  -(lam F)^*(U) - g*(V)   subject to  1^T G = 0,
+
+    with ``(lam F)^*(U) = ||U||^2 / (4 lam) - sum U`` (``U >= 0``) for square
+    and ``lam sum_l [sum_k p_lk log p_lk + q_l log q_l - sum_k p_lk]``
+    (``p = U / lam``, ``q_l = 1 - sum_k p_lk >= 0``) for logit. one-vs-all is
+    the sum of K binary duals: ``maximise sum_l a_l - ||a||^2 / (4 lam) -
+    g_k*(Phi^T (a * y_k))`` over ``a >= 0`` with ``sum_l a_l y_lk = 0``.
+
+    The dual point is the gradient at X (``U = lam * grad``; at the optimum
+    it is the dual solution), made feasible *exactly*: the bias condition by
+    removing the non-circulating part of the class-to-class flow (square,
+    logit: :func:`circulation_part`, as for the hinge) or by scaling down the
+    heavier side of each binary problem (ova: :func:`_ova_balance`), then
+    scaled by the best factor ``c`` that keeps ``g*(c V)`` finite (dual norm
+    of the penalty <= 1; for l2 ``g* = ||.||^2 / 2``): closed form for the
+    quadratic duals, bisection on the concave logit dual. Weak duality then
+    makes ``gap = P(X) - D >= P(X) - P*`` whatever X.
+
+    Parameters
+    ----------
+    method : {"square", "logit", "ova"}
+    op : MulticlassOperator
+    X : ndarray (M+1, K)
+    penalty : str, GroupGeometry or Penalty
+    groups : None, int or "features"
+        With a penalty name only (``"features"`` is not allowed for ova).
+    lam : float > 0
+    S : ndarray (L, K), optional
+        ``op.scores(X)`` if already known.
+
+    Returns
+    -------
+    GapResult
+    """
+    if method not in SMOOTH_METHODS:
+        raise ValueError(f"smooth_gap: method must be one of {SMOOTH_METHODS}, got {method!r}")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite number > 0, got {lam}")
+    if not isinstance(op, MulticlassOperator):
+        raise ValueError(f"op must be a sparsesvm.operator.MulticlassOperator, got {type(op).__name__}")
+    M, K = op.n_features, op.n_classes
+    X = np.asarray(X, dtype=float)
+    if X.shape != (M + 1, K):
+        raise ValueError(f"X must have shape ({M + 1}, {K}), got {X.shape}")
+    geo = _geometry(penalty, groups, M, K)
+    if method == "ova" and geo.layout == "features":
+        raise ValueError("ova cannot use across-class groups (groups='features')")
+    if S is None:
+        S = op.scores(X)
+    return smooth_gap_scores(method, op.Phi, op.y_idx, S, X[:-1], geo, lam)

@@ -60,13 +60,11 @@ def _paper(method):
     """Adapter ``(op, penalty, alpha, **options) -> SolverResult`` for the paper's solvers."""
 
     def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
-        if stopping != "rel_change" and method not in EXACT_HINGE:
-            raise ValueError(f"stopping={stopping!r} is available for the exact-hinge methods "
-                             f"{EXACT_HINGE} only; method {method!r} supports 'rel_change'")
         lam = 1.0 / alpha
         eta = alpha * op.n_samples
-        common = dict(tol=tol, max_iter=max_iter, trace=trace, reference=reference)
-        pd = dict(step_ratio=step_ratio, stopping=stopping, **common)
+        common = dict(tol=tol, max_iter=max_iter, trace=trace, reference=reference,
+                      stopping=stopping)
+        pd = dict(step_ratio=step_ratio, **common)
         if method == "hinge-reg":
             return _solvers.hinge_reg(op, penalty, lam, **pd)
         if method == "hinge-con":
@@ -91,28 +89,52 @@ SOLVERS = {
     "paper": {"methods": {m: _paper(m) for m in METHODS}, "stopping": ("rel_change", "gap")},
 }
 
-#: Optional families: ``{name: module}``; the module registers the family when
-#: imported (it may be missing, or fail to import: the family is then unknown).
-OPTIONAL_SOLVERS = {"accelerated": "sparsesvm.accelerated"}
+#: Optional families: ``{name: (module, ...)}``; the modules register the family's
+#: methods when imported, in order (one may be missing, or fail to import: its
+#: methods are then unknown). ``"accelerated"``: the exact-hinge methods
+#: (:mod:`sparsesvm.accelerated`) and the smooth baselines (:mod:`sparsesvm.smooth`).
+OPTIONAL_SOLVERS = {"accelerated": ("sparsesvm.accelerated", "sparsesvm.smooth")}
 
 
 def register_solver(name, methods, stopping):
-    """Add (or replace) a solver family usable as ``SparseSVC(solver=name)``.
+    """Add a solver family usable as ``SparseSVC(solver=name)``, or add methods to it.
 
     Parameters
     ----------
     name : str
     methods : dict
-        ``{method: run}`` for the methods it supports (see :data:`SOLVERS`).
+        ``{method: run}`` for the methods it supports (see :data:`SOLVERS`);
+        when the family exists, these are added to (or replace) its methods.
     stopping : tuple of str
-        Stopping rules it accepts.
+        Stopping rules it accepts (the family's rules when it exists must be
+        the same).
+
+    Raises
+    ------
+    ValueError
+        Adding to a family with other stopping rules.
     """
-    SOLVERS[name] = {"methods": dict(methods), "stopping": tuple(stopping)}
+    stopping = tuple(stopping)
+    if name in SOLVERS:
+        if SOLVERS[name]["stopping"] != stopping:
+            raise ValueError(f"solver family {name!r} has stopping rules {SOLVERS[name]['stopping']}, "
+                             f"cannot add methods with {stopping}")
+        SOLVERS[name]["methods"].update(methods)
+        return
+    SOLVERS[name] = {"methods": dict(methods), "stopping": stopping}
+
+
+_LOADED = set()
 
 
 def _load_optional(name):
-    module = OPTIONAL_SOLVERS.get(name)
-    if module is not None and name not in SOLVERS:
+    modules = OPTIONAL_SOLVERS.get(name, ())
+    if isinstance(modules, str):
+        modules = (modules,)
+    for module in modules:
+        if module in _LOADED:
+            continue
+        _LOADED.add(module)
         try:
             importlib.import_module(module)
         except ImportError:

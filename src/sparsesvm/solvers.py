@@ -17,11 +17,15 @@ hinge_lin(op, penalty, eta, ...)
 square(op, penalty, lam, ...)
     Squared multiclass hinge (Blondel et al. 2013) by FISTA.
 logit(op, penalty, lam, ...)
-    Multinomial logistic regression by FISTA.
+    Multinomial logistic regression by forward-backward (the paper's), or
+    FISTA with ``scheme="fista"``.
 ova(Phi, y_idx, n_classes, penalty, lam, ...)
     One-vs-all squared hinge, one FISTA per class (run side by side).
 
-Stopping rule (all solvers): ``||X+ - X||_F / ||X+||_F <= tol`` (an iterate
+Every result carries the certified relative duality gap of its point
+(``rel_gap``, :mod:`sparsesvm.certificates`); ``stopping="gap"`` stops on it.
+
+Stopping rule (all solvers, by default): ``||X+ - X||_F / ||X+||_F <= tol`` (an iterate
 with ``||X+||_F = 0`` never counts as converged), or ``max_iter`` iterations.
 
 Timing: ``fit_time`` is the wall time of the iteration loop only; the clock is
@@ -112,7 +116,7 @@ class SolverResult:
         ``= ||X_i - X_ref||_F / ||X_ref||_F``. ``None`` when no trace was asked.
     rel_gap : float
         Certified relative duality gap of the returned point
-        (:mod:`sparsesvm.certificates`; exact-hinge methods), NaN otherwise.
+        (:mod:`sparsesvm.certificates`), for every method.
     """
 
     X: np.ndarray
@@ -639,12 +643,34 @@ def _grad_logit(TV, R):
     return P
 
 
-def _fista_T(op, penalty, lam, dual_fn, loss_fn, lip, tol, max_iter, trace, reference):
-    """FISTA with gradient-based adaptive restart on ``g(X) + lam * f(T X)``.
+def _smooth_rel_gap(method, Phi, y_idx, penalty, lam, X, S=None):
+    """Certified relative duality gap of a smooth baseline at X
+    (:func:`sparsesvm.certificates.smooth_gap_scores`)."""
+    from .certificates import GroupGeometry, smooth_gap_scores
+
+    geo = GroupGeometry(penalty.name, penalty.groups, X.shape[0] - 1, X.shape[1])
+    if S is None:
+        S = np.asarray(Phi @ X[:-1]) + X[-1]
+    return float(smooth_gap_scores(method, Phi, y_idx, S, X[:-1], geo, lam).rel_gap)
+
+
+SMOOTH_SCHEMES = ("fista", "fb")
+
+
+def _fista_T(op, penalty, lam, dual_fn, loss_fn, lip, tol, max_iter, trace, reference,
+             method="square", stopping="rel_change", scheme="fista"):
+    """FISTA with gradient-based adaptive restart (``scheme="fista"``) or plain
+    forward-backward (``scheme="fb"``) on ``g(X) + lam * f(T X)``.
 
     Each iteration does one ``T`` (at the extrapolated point) and one ``T^T``.
+    ``stopping="gap"``: the certified relative gap of X (``method``'s
+    certificate) ``<= tol``, checked every :data:`GAP_CHECK_EVERY` iterations.
     """
     _check_common(tol, max_iter)
+    if stopping not in STOPPING_RULES:
+        raise ValueError(f"unknown stopping {stopping!r}; expected one of {STOPPING_RULES}")
+    if scheme not in SMOOTH_SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; expected one of {SMOOTH_SCHEMES}")
     every = _trace_every(trace)
     R = op.R
     step = 1.0 / lip
@@ -664,16 +690,23 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, lip, tol, max_iter, trace, refe
         D = Xn - X
         nrm = np.linalg.norm(Xn)
         rel = float(np.linalg.norm(D) / nrm) if nrm > 0 else np.inf
-        # adaptive restart (O'Donoghue & Candes): momentum against the step
-        if np.vdot(V - Xn, D) > 0:
-            t = 1.0
-        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        D *= (t - 1.0) / tn
-        D += Xn
-        V = D
-        t = tn
+        if scheme == "fista":
+            # adaptive restart (O'Donoghue & Candes): momentum against the step
+            if np.vdot(V - Xn, D) > 0:
+                t = 1.0
+            tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+            D *= (t - 1.0) / tn
+            D += Xn
+            V = D
+            t = tn
+        else:
+            V = Xn
         X = Xn
-        converged = rel <= tol
+        if stopping == "gap":
+            converged = (it % GAP_CHECK_EVERY == 0
+                         and _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X) <= tol)
+        else:
+            converged = rel <= tol
         if not converged:
             TV = op.T(V)
         if tr is not None and tr.due(it, converged):
@@ -684,10 +717,12 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, lip, tol, max_iter, trace, refe
             break
     fit_time = clock.stop()
     obj = penalty.value(X) + lam * loss_fn(op.T(X), R)
-    return SolverResult(X, it, converged, obj, 0.0, fit_time, tr.result() if tr else None)
+    return SolverResult(X, it, converged, obj, 0.0, fit_time, tr.result() if tr else None,
+                        _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
 
 
-def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None):
+def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None,
+           stopping="rel_change"):
     """Squared multiclass hinge (Blondel et al. 2013) by FISTA.
 
     ``minimize_X g(X) + lam * sum_l sum_{k != z_l} max(0, (T X + R)[l, k])**2``.
@@ -696,10 +731,14 @@ def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, referenc
     ----------
     op, penalty, lam, tol, max_iter, trace, reference
         As in :func:`hinge_reg`.
+    stopping : {"rel_change", "gap"}
+        The paper's relative-change rule, or the certified relative duality
+        gap (:func:`sparsesvm.certificates.smooth_gap`) ``<= tol``.
 
     Returns
     -------
     SolverResult
+        ``rel_gap``: the certified relative gap of the returned point.
 
     Notes
     -----
@@ -710,11 +749,12 @@ def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, referenc
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
     lip = 2.0 * lam * op.norm() ** 2
     return _fista_T(op, penalty, lam, _grad_square, squared_hinge_loss, lip, tol, max_iter,
-                    trace, reference)
+                    trace, reference, method="square", stopping=stopping)
 
 
-def logit(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None):
-    """Multinomial logistic regression by FISTA.
+def logit(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None,
+          stopping="rel_change", scheme="fb"):
+    """Multinomial logistic regression by forward-backward (the paper's) or FISTA.
 
     ``minimize_X g(X) + lam * sum_l log sum_k exp((T X + R)[l, k])``.
 
@@ -722,22 +762,28 @@ def logit(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference
     ----------
     op, penalty, lam, tol, max_iter, trace, reference
         As in :func:`hinge_reg`.
+    stopping : {"rel_change", "gap"}
+        As in :func:`square`.
+    scheme : {"fb", "fista"}
+        ``"fb"`` (default): the paper's forward-backward iteration (spec
+        section 4); ``"fista"``: FISTA with gradient-based adaptive restart
+        (this package's solver for logit before issue 13).
 
     Returns
     -------
     SolverResult
+        ``rel_gap``: the certified relative gap of the returned point.
 
     Notes
     -----
     The Hessian of log-sum-exp has norm <= 1/2, so the gradient is Lipschitz
-    with constant ``lam ||T||**2 / 2``; step ``1 / that``; FISTA with
-    gradient-based adaptive restart.
+    with constant ``lam ||T||**2 / 2``; step ``1 / that``.
     """
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
     lip = 0.5 * lam * op.norm() ** 2
     return _fista_T(op, penalty, lam, _grad_logit, logistic_loss, lip, tol, max_iter,
-                    trace, reference)
+                    trace, reference, method="logit", stopping=stopping, scheme=scheme)
 
 
 # --------------------------------------------------------------------------- #
@@ -766,7 +812,7 @@ def _augmented_norm(Phi, max_iter=200, tol=1e-6):
 
 
 def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False,
-        reference=None, make_penalty=None):
+        reference=None, make_penalty=None, stopping="rel_change"):
     """One-vs-all squared hinge: one FISTA per class, run side by side.
 
     For each class k: ``minimize_x g_k(x) + lam * sum_l max(0, 1 - y_l s_l)**2``
@@ -787,12 +833,17 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
         ``make_penalty(n_active)`` returning the same penalty for ``n_active``
         classes (used once classes drop out); defaults to
         ``penalties.make_penalty(penalty.name, penalty.groups, M, n_active)``.
+    stopping : {"rel_change", "gap"}
+        ``"gap"``: all K classes run until the certified relative gap of the
+        whole problem (:func:`sparsesvm.certificates.smooth_gap`) is
+        ``<= tol``, checked every :data:`GAP_CHECK_EVERY` iterations.
 
     Returns
     -------
     SolverResult
         ``n_iter`` = iterations of the slowest class; ``converged`` = every class
-        met the rule; ``objective`` = sum over classes.
+        met the rule; ``objective`` = sum over classes; ``rel_gap``: the
+        certified relative gap of the returned point.
 
     Notes
     -----
@@ -805,6 +856,8 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
     if getattr(penalty, "groups", None) == "features":
         raise ValueError("ova cannot use across-class groups (groups='features')")
     _check_common(tol, max_iter)
+    if stopping not in STOPPING_RULES:
+        raise ValueError(f"unknown stopping {stopping!r}; expected one of {STOPPING_RULES}")
     every = _trace_every(trace)
     if issparse(Phi):
         import scipy.sparse as sp
@@ -876,7 +929,11 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
         V[:, active] = D
         t[active] = tn
         n_it[active] = it
-        done = rel_cols <= tol
+        if stopping == "gap":
+            ok = it % GAP_CHECK_EVERY == 0 and _smooth_rel_gap("ova", Phi, y_idx, penalty, lam, X) <= tol
+            done = np.full(active.size, ok)
+        else:
+            done = rel_cols <= tol
         conv[active[done]] = True
         nX = np.linalg.norm(X)
         rel = float(np.sqrt(np.sum(nd ** 2)) / nX) if nX > 0 else np.inf
@@ -890,4 +947,5 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
             break
     fit_time = clock.stop()
     return SolverResult(X, int(n_it.max()), bool(conv.all()), full_obj(X), 0.0, fit_time,
-                        tr.result() if tr else None)
+                        tr.result() if tr else None,
+                        _smooth_rel_gap("ova", Phi, y_idx, penalty, lam, X))

@@ -65,7 +65,7 @@ def size_label(samples_per_class):
     return "all" if samples_per_class is None else f"{int(samples_per_class)}K"
 
 
-ACCELERATED_METHODS = ("hinge-reg", "hinge-con")
+ACCELERATED_METHODS = ("hinge-reg", "hinge-con", "square", "logit", "ova")
 
 
 def grid_solver(exp, grid):

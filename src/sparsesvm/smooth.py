@@ -1,0 +1,625 @@
+"""Certified solver for the smooth baselines: square, logit, one-vs-all (issue 13).
+
+The three problems of spec section 4, ``P(X) = g(W) + lam * sum_l f_l(S_l)``
+with scores ``S = Phi W + 1 b^T`` and free biases (the losses: see
+:func:`sparsesvm.certificates.smooth_gap`), solved to a *certified* relative
+duality gap: every stop is decided by :func:`~sparsesvm.certificates.smooth_gap_scores`
+on the full problem.
+
+Engine: **working-set block coordinate descent** (the skglm / celer design):
+
+* a *unit* is one row of W (one feature, all K classes: l1, l2, across-class
+  groups) or one block of ``s`` consecutive rows (within-class blocks: the
+  unit holds one group of each class; the prox is separable across them);
+* each unit has its own step ``1 / L_u`` with ``L_u = lam * c * ||Phi_u||_2^2``
+  and ``c`` a bound on the Hessian of the loss with respect to a row of
+  scores (``2K`` for square, ``1/2`` for logit, ``2`` for one-vs-all); this is
+  what makes it work on raw features, where the global step of FISTA
+  (``1 / (lam c ||[Phi 1]||^2)``, ``||Phi|| = 1.24e6`` on leukemia) is tiny
+  for every feature but the largest ones;
+* the biases are one more unit (``L_b = lam * c * L``), never penalised;
+* **working sets**: units are ranked by the dual norm of their gradient
+  (``> 1``: the zero unit violates optimality), the non-zero units are
+  always kept, the set doubles (``2 * nnz``, at least :data:`MIN_WS`); the
+  subproblem on the working set is solved to a relative gap of
+  :data:`INNER_RATIO` times the last full gap (certified on the subproblem);
+* **Anderson extrapolation** of the working-set iterates every
+  :data:`ANDERSON` epochs (kept when it lowers the objective);
+* for l1, an **active-set Newton** polish on the support (signs fixed, the
+  penalty is linear there) every ``4 * ANDERSON`` epochs, kept when it
+  lowers the objective;
+* for l2 with ``L K <=`` :data:`KERNEL_MAX`, no coordinate descent: Newton's
+  method in sample space (:func:`_l2_kernel_newton`).
+
+A fit stops at the certified gap ``tol``, at ``max_iter`` epochs, or when
+the certified gap has not halved in :data:`STALL_EPOCHS` epochs (then
+``converged`` is False and ``rel_gap`` says how far it got). Measured on
+leukemia's raw values: the cells where the loss is almost 0 at the optimum
+(small alpha; the problem is then nearly the hard-margin linear program)
+stall at relative gaps of 1e-2 to 1 — coordinate descent is slow on these
+degenerate problems.
+
+The loop is numpy per unit (a few small products per unit update).
+Importing this module adds square, logit and ova to the
+``solver="accelerated"`` family (``stopping="gap"``) of :mod:`sparsesvm.core`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ._sparse import issparse
+from .certificates import SMOOTH_METHODS, GroupGeometry, smooth_gap_scores
+
+__all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON"]
+
+#: smallest working set (units)
+MIN_WS = 10
+#: the working-set subproblem is solved to this fraction of the last full gap
+INNER_RATIO = 0.3
+#: epochs between two Anderson extrapolations (and subproblem gap checks)
+ANDERSON = 5
+#: stop (not converged) when the certified gap has not halved in this many epochs
+STALL_EPOCHS = 500
+
+
+def _curvature(method, K):
+    """Bound on the Hessian of one row's loss w.r.t. its scores."""
+    return {"square": 2.0 * K, "logit": 0.5, "ova": 2.0}[method]
+
+
+def _score_grad(method, S, y, Ypm):
+    """``dF/dS`` (unweighted) for rows of scores S (n, K); y, Ypm the rows' labels."""
+    n = S.shape[0]
+    ar = np.arange(n)
+    if method == "ova":
+        P = np.maximum(1.0 - Ypm * S, 0.0)
+        P *= Ypm
+        P *= -2.0
+        return P
+    Z = S - S[ar, y][:, None]
+    Z += 1.0
+    Z[ar, y] = 0.0
+    if method == "square":
+        np.maximum(Z, 0.0, out=Z)
+        Z *= 2.0
+        Z[ar, y] = -Z.sum(axis=1)
+        return Z
+    Z -= Z.max(axis=1, keepdims=True)
+    np.exp(Z, out=Z)
+    Z /= Z.sum(axis=1, keepdims=True)
+    Z[ar, y] -= 1.0
+    return Z
+
+
+def _score_hessian(method, S, y, Ypm):
+    """Blocks ``H_l`` (L, K, K) of the (generalised) Hessian of the loss w.r.t. a row of scores."""
+    L, K = S.shape
+    ar = np.arange(L)
+    if method == "ova":
+        act = (1.0 - Ypm * S) > 0
+        return 2.0 * act[:, :, None] * np.eye(K)[None]
+    Z = S - S[ar, y][:, None] + 1.0
+    Z[ar, y] = -np.inf if method == "square" else 0.0
+    if method == "square":
+        act = (Z > 0).astype(float)
+        H = 2.0 * act[:, :, None] * np.eye(K)[None]          # sum_k a_k e_k e_k^T
+        H[ar, y, :] -= 2.0 * act                               # - a_k (e_z e_k^T + e_k e_z^T)
+        H[ar, :, y] -= 2.0 * act
+        H[ar, y, y] += 2.0 * act.sum(axis=1)                   # + a_k e_z e_z^T
+        return H
+    Z -= Z.max(axis=1, keepdims=True)
+    P = np.exp(Z)
+    P /= P.sum(axis=1, keepdims=True)
+    return P[:, :, None] * np.eye(K)[None] - P[:, :, None] * P[:, None, :]
+
+
+#: largest L*K for which l2 uses the Newton method in sample space (it solves
+#: dense linear systems of that size)
+KERNEL_MAX = 1500
+#: Newton iterations without halving the certified gap after which it stops
+NEWTON_STALL = 50
+
+
+def _l2_kernel_newton(method, Phi, y, Ypm, geo, lam, tol, max_iter, deadline):
+    """l2 problems in sample space, by Newton's method.
+
+    With the thin SVD ``Phi = U diag(sig) V^T`` (rank r <= L), the solution has
+    ``W = V C`` (representer theorem) and the problem is
+    ``1/2 ||C||^2 + lam F(J C + 1 b^T)``, ``J = U diag(sig)`` (L, r): r K + K
+    variables. Newton steps with the (generalised, for the squared hinges)
+    Hessian ``I + lam J^T H J`` (H: the blocks of :func:`_score_hessian`),
+    solved by least squares, and an Armijo line search; stops on the
+    certified gap of ``W = V C``.
+    """
+    L, K = Ypm.shape
+    P = Phi.toarray() if issparse(Phi) else Phi
+    U, sig, Vt = np.linalg.svd(P, full_matrices=False)
+    keep = sig > sig[0] * 1e-13 if sig.size else sig > 0
+    J = U[:, keep] * sig[keep]
+    Vt = Vt[keep]
+    r = J.shape[1]
+    C = np.zeros((r, K))
+    b = np.zeros(K)
+    nC = r * K
+
+    def obj(C, b):
+        S = J @ C + b
+        return 0.5 * float(np.vdot(C, C)) + lam * _loss(method, S, y, Ypm), S
+
+    f, S = obj(C, b)
+    it = 0
+    res = None
+    best = (np.inf, 0)
+    for it in range(1, max_iter + 1):
+        res = smooth_gap_scores(method, Phi, y, S, Vt.T @ C, geo, lam)
+        if res.rel_gap < 0.5 * best[0]:
+            best = (res.rel_gap, it)
+        if res.rel_gap <= tol or time.perf_counter() > deadline or it - best[1] > NEWTON_STALL:
+            break
+        Gs = _score_grad(method, S, y, Ypm)
+        H = _score_hessian(method, S, y, Ypm)
+        gC = C + lam * (J.T @ Gs)
+        gb = lam * Gs.sum(axis=0)
+        HJ = np.einsum("lkm,li->likm", H, J)            # (L, r, K, K)
+        Hcc = lam * np.einsum("lj,likm->ikjm", J, HJ).reshape(nC, nC) + np.eye(nC)
+        Hcb = lam * HJ.sum(axis=0).reshape(nC, K)
+        Hbb = lam * H.sum(axis=0)
+        Hfull = np.block([[Hcc, Hcb], [Hcb.T, Hbb]])
+        g = np.concatenate([gC.ravel(), gb])
+        # symmetric diagonal scaling: the weight and bias blocks differ in scale by
+        # up to lam ||Phi||^2 (1e7 on leukemia), which costs least squares its accuracy
+        dg = np.sqrt(np.maximum(np.abs(np.diag(Hfull)), 1e-300))
+        d = -np.linalg.lstsq(Hfull / dg[:, None] / dg[None, :], g / dg, rcond=None)[0] / dg
+        dC, db = d[:nC].reshape(r, K), d[nC:]
+        slope = float(g @ d)
+        t = 1.0
+        while t > 1e-12:
+            fn, Sn = obj(C + t * dC, b + t * db)
+            # (rounding: an objective that changes below its own precision is accepted)
+            if fn <= f + 1e-4 * t * min(slope, 0.0) + 1e-13 * abs(f):
+                break
+            t *= 0.5
+        if t <= 1e-12:
+            break
+        C, b, f, S = C + t * dC, b + t * db, fn, Sn
+    W = Vt.T @ C
+    if res is None or res.rel_gap > tol:
+        res = smooth_gap_scores(method, Phi, y, S, W, geo, lam)
+    return W, b, S, it, res
+
+
+def _l1_newton(method, Phi, y, Ypm, lam, W, b, S, iters=20):
+    """Active-set Newton polish for g = l1 (in place): on the support of W with
+    its signs fixed, ``g`` is linear and the problem is smooth in the
+    non-zero entries and the biases; Newton steps (least squares on the
+    generalised Hessian) with a line search that stops where an entry
+    reaches 0 (it leaves the support). Returns the new scores S (the
+    caller's certificate decides whether the point is better)."""
+    L, K = S.shape
+    js, ks = np.nonzero(W)
+    n = js.size
+    if n == 0:
+        return S
+    P = Phi[:, js]
+    P = P.toarray() if issparse(P) else np.asarray(P)
+    sg = np.sign(W[js, ks])
+
+    def obj(w, bb):
+        Sn = S0 + P_scatter(w - w0) + (bb - b0)
+        return float(np.abs(w).sum()) + lam * _loss(method, Sn, y, Ypm), Sn
+
+    def P_scatter(dw):
+        out = np.zeros((L, K))
+        np.add.at(out.T, ks, (P * dw).T)
+        return out
+
+    w0, b0, S0 = W[js, ks].copy(), b.copy(), S.copy()
+    w, bb = w0.copy(), b0.copy()
+    f, Sc = obj(w, bb)
+    for _ in range(iters):
+        Gs = _score_grad(method, Sc, y, Ypm)
+        H = _score_hessian(method, Sc, y, Ypm)
+        gw = sg + lam * np.einsum("le,le->e", P, Gs[:, ks])
+        gb = lam * Gs.sum(axis=0)
+        Hk = H[:, ks][:, :, ks]                                   # (L, n, n)
+        Hww = lam * np.einsum("le,lf,lef->ef", P, P, Hk)
+        Hwb = lam * np.einsum("le,lek->ek", P, H[:, ks, :])
+        Hbb = lam * H.sum(axis=0)
+        Hf = np.block([[Hww, Hwb], [Hwb.T, Hbb]])
+        g = np.concatenate([gw, gb])
+        d = -np.linalg.lstsq(Hf, g, rcond=None)[0]
+        dw, db = d[:n], d[n:]
+        slope = float(g @ d)
+        if not slope < 0:
+            break
+        # largest step keeping the signs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lim = np.where(sg * dw < 0, -w / dw, np.inf)
+        tmax = min(1.0, float(lim.min())) if n else 1.0
+        t = tmax
+        while t > 1e-10 * tmax:
+            wn = w + t * dw
+            if t == tmax and tmax < 1.0:
+                wn[lim <= tmax * (1 + 1e-12)] = 0.0
+            fn, Sn = obj(wn, bb + t * db)
+            if fn <= f + 1e-4 * t * slope:
+                break
+            t *= 0.5
+        else:
+            break
+        w, bb, f, Sc = wn, bb + t * db, fn, Sn
+        if np.linalg.norm(t * d) <= 1e-13 * (np.linalg.norm(np.concatenate([w, bb])) + 1e-300):
+            break
+    W[js, ks] = w
+    b[:] = bb
+    return Sc
+
+
+def _loss(method, S, y, Ypm):
+    n = S.shape[0]
+    ar = np.arange(n)
+    if method == "ova":
+        P = np.maximum(1.0 - Ypm * S, 0.0)
+        return float(np.vdot(P, P))
+    Z = S - S[ar, y][:, None] + 1.0
+    Z[ar, y] = 0.0
+    if method == "square":
+        P = np.maximum(Z, 0.0)
+        P[ar, y] = 0.0
+        return float(np.vdot(P, P))
+    m = Z.max(axis=1)
+    return float(np.sum(m + np.log(np.exp(Z - m[:, None]).sum(axis=1))))
+
+
+class _Units:
+    """The coordinate blocks of W, their columns of Phi and their steps."""
+
+    def __init__(self, Phi, geo):
+        M, K = geo.M, geo.K
+        self.size = geo.gsize if geo.layout == "blocks" else 1
+        self.starts = np.arange(0, M, self.size)
+        self.stops = np.minimum(self.starts + self.size, M)
+        self.n = self.starts.size
+        self.sparse = issparse(Phi)
+        self.Phi = Phi.tocsc() if self.sparse else Phi
+        self.geo = geo
+        self._geos = {}
+        self._cols = {}
+        # ||Phi_u||_2^2: exact for dense units, Frobenius (an upper bound) for sparse blocks
+        if self.sparse:
+            sq = np.asarray(self.Phi.multiply(self.Phi).sum(axis=0)).ravel()
+            self.norm2 = np.add.reduceat(sq, self.starts)
+        elif self.size == 1:
+            self.norm2 = np.einsum("ij,ij->j", Phi, Phi)
+        else:
+            L = Phi.shape[0]
+            pad = self.n * self.size - M
+            P = np.hstack([Phi, np.zeros((L, pad))]) if pad else Phi
+            blocks = P.reshape(L, self.n, self.size).transpose(1, 0, 2)
+            self.norm2 = np.linalg.norm(blocks, ord=2, axis=(1, 2)) ** 2
+
+    def rows(self, units):
+        """Feature indices (sorted) of the given units (sorted)."""
+        if self.size == 1:
+            return np.asarray(units)
+        return np.concatenate([np.arange(self.starts[u], self.stops[u]) for u in units]) \
+            if len(units) else np.zeros(0, dtype=np.int64)
+
+    def unit_geo(self, n_rows):
+        """Geometry of one unit of ``n_rows`` rows (shape (n_rows, K))."""
+        g = self._geos.get(n_rows)
+        if g is None:
+            geo = self.geo
+            if geo.layout == "entry":
+                g = GroupGeometry(geo.name, None, n_rows, geo.K)
+            elif geo.layout == "features":
+                g = GroupGeometry(geo.name, "features", n_rows, geo.K)
+            else:
+                g = GroupGeometry(geo.name, n_rows, n_rows, geo.K)
+            self._geos[n_rows] = g
+        return g
+
+    def sub_geo(self, rows):
+        """Geometry of the working-set problem on the given rows."""
+        geo, m = self.geo, len(rows)
+        if geo.layout == "blocks":
+            return GroupGeometry(geo.name, min(geo.gsize, m), m, geo.K)
+        return GroupGeometry(geo.name, geo.groups, m, geo.K)
+
+    def cols(self, u):
+        """``(idx, P)``: the rows of samples the unit touches (slice for dense) and
+        the dense block of Phi on them, shape (n_idx, n_rows_of_unit)."""
+        c = self._cols.get(u)
+        if c is None:
+            a, b = self.starts[u], self.stops[u]
+            if self.sparse:
+                blk = self.Phi[:, a:b]
+                idx = np.unique(blk.indices)
+                c = (idx, blk[idx].toarray())
+            else:
+                c = (slice(None), np.ascontiguousarray(self.Phi[:, a:b]))
+            self._cols[u] = c
+        return c
+
+
+class SmoothResult:
+    """Outcome of :func:`solve` (attributes as :class:`sparsesvm.solvers.SolverResult`,
+    plus ``dual_objective`` and ``n_outer``, the working-set rounds)."""
+
+    def __init__(self, X, n_iter, converged, objective, dual_objective, rel_gap, time_,
+                 n_outer, trace):
+        self.X, self.n_iter, self.converged = X, n_iter, converged
+        self.objective, self.dual_objective, self.rel_gap = objective, dual_objective, rel_gap
+        self.time, self.n_outer, self.trace = time_, n_outer, trace
+
+
+def _anderson(xs):
+    """Anderson extrapolation of the last iterates ``xs`` (list of 1-D arrays)."""
+    X = np.array(xs)
+    U = np.diff(X, axis=0)
+    C = U @ U.T
+    try:
+        z = np.linalg.solve(C + 1e-10 * np.trace(C) * np.eye(C.shape[0]) / C.shape[0],
+                            np.ones(C.shape[0]))
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(z)) or z.sum() == 0:
+        return None
+    c = z / z.sum()
+    return c @ X[1:]
+
+
+def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
+          max_time=None, trace=False, reference=None, X0=None):
+    """Minimise a smooth baseline to a certified relative duality gap ``tol``.
+
+    Parameters
+    ----------
+    method : {"square", "logit", "ova"}
+    Phi : ndarray (L, M) or sparse matrix
+        Features (float64).
+    y_idx : int ndarray (L,)
+    n_classes : int
+        K.
+    geo : GroupGeometry
+        The penalty, for (M, K) (``"features"`` groups not with ova).
+    lam : float > 0
+        lambda = 1 / alpha.
+    tol : float >= 0
+        Target certified relative gap of the full problem.
+    max_iter : int
+        Cap on coordinate-descent epochs (over the working sets, all rounds).
+    max_time : float, optional
+        Wall-time cap in seconds.
+    trace : bool
+        Record, at each full gap check, ``iteration`` (epochs so far),
+        ``time``, ``objective``, ``rel_gap``, ``rel_change`` (between checks)
+        and with a reference ``rel_dist``.
+    reference : ndarray (M+1, K), optional
+    X0 : ndarray (M+1, K), optional
+        Starting point (default 0).
+
+    Returns
+    -------
+    SmoothResult
+    """
+    if method not in SMOOTH_METHODS:
+        raise ValueError(f"method must be one of {SMOOTH_METHODS}, got {method!r}")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    if method == "ova" and geo.layout == "features":
+        raise ValueError("ova cannot use across-class groups (groups='features')")
+    t0 = time.perf_counter()
+    L, M = Phi.shape
+    K = int(n_classes)
+    y = np.asarray(y_idx)
+    Ypm = -np.ones((L, K))
+    Ypm[np.arange(L), y] = 1.0
+    # free biases: centring the features is an exact reparametrisation
+    # (Phi W + 1 b^T = (Phi - 1 mu^T) W + 1 (b + W^T mu)^T) that removes the
+    # features' common component, collinear with the bias (raw expression
+    # values: all positive, means in the thousands); the certificate is
+    # unchanged (same scores; V = Phi^T G once 1^T G = 0)
+    mu = None
+    if not issparse(Phi):
+        mu = Phi.mean(axis=0)
+        Phi = Phi - mu
+    units = _Units(Phi, geo)
+    c = _curvature(method, K)
+    lip = lam * c * units.norm2
+    lip_b = lam * c * L
+    X = np.zeros((M + 1, K)) if X0 is None else np.array(X0, dtype=float)
+    W, b = X[:-1], X[-1]
+    if mu is not None:
+        b += mu @ W
+    S = np.asarray(Phi @ W) + b
+    Gs = _score_grad(method, S, y, Ypm)
+    tr = {"iteration": [], "time": [], "objective": [], "rel_gap": [], "rel_change": []}
+    if reference is not None:
+        ref = np.asarray(reference, dtype=float)
+        tr["rel_dist"] = []
+    clock = 0.0
+    epochs = 0
+    n_outer = 0
+    ws_size = MIN_WS
+    X_last = X.copy()
+    full = None
+    deadline = np.inf if max_time is None else t0 + max_time
+    kernel_done = False
+    if geo.name == "l2" and L * K <= KERNEL_MAX and X0 is None:
+        Wn, bn, S, epochs, full = _l2_kernel_newton(method, Phi, y, Ypm, geo, lam, tol, max_iter,
+                                                    deadline)
+        W[:] = Wn
+        b[:] = bn
+        n_outer = epochs
+        if trace:
+            tr["iteration"].append(epochs)
+            tr["time"].append(time.perf_counter() - t0)
+            tr["objective"].append(full.primal)
+            tr["rel_gap"].append(full.rel_gap)
+            tr["rel_change"].append(np.nan)
+            if reference is not None:
+                Xo = X.copy()
+                Xo[-1] -= mu @ W if mu is not None else 0.0
+                tr["rel_dist"].append(float(np.linalg.norm(Xo - ref) / np.linalg.norm(ref)))
+        kernel_done = True   # no coordinate descent
+
+    def bias_step():
+        nonlocal S, Gs
+        d = -(lam / lip_b) * Gs.sum(axis=0)
+        b[...] += d
+        S += d
+        Gs = _score_grad(method, S, y, Ypm)
+
+    best = (np.inf, 0)
+    while not kernel_done:
+        # -- full certificate and working-set scores ----------------------
+        full = smooth_gap_scores(method, Phi, y, S, W, geo, lam)
+        n_outer += 1
+        if trace:
+            tm = time.perf_counter() - t0
+            tr["iteration"].append(epochs)
+            tr["time"].append(tm)
+            tr["objective"].append(full.primal)
+            tr["rel_gap"].append(full.rel_gap)
+            Xo = X.copy()
+            if mu is not None:
+                Xo[-1] -= mu @ W
+            nx = np.linalg.norm(Xo)
+            tr["rel_change"].append(float(np.linalg.norm(Xo - X_last) / nx) if nx > 0 else np.inf)
+            if reference is not None:
+                tr["rel_dist"].append(float(np.linalg.norm(Xo - ref) / np.linalg.norm(ref)))
+            X_last = Xo
+        if full.rel_gap < 0.5 * best[0]:
+            best = (full.rel_gap, epochs)
+        stalled = epochs - best[1] > STALL_EPOCHS
+        if (full.rel_gap <= tol or epochs >= max_iter or stalled
+                or time.perf_counter() > deadline):
+            break
+        if geo.name == "l2":
+            ws = np.arange(units.n)
+        else:
+            V = lam * np.asarray(Phi.T @ Gs)
+            score = geo.group_dual_norms(V).reshape(units.n, -1).max(axis=1)
+            nz = np.abs(geo.to_groups(W)).reshape(units.n, -1).max(axis=1) > 0
+            score[nz] = np.inf
+            n_nz = int(nz.sum())
+            ws_size = min(units.n, max(MIN_WS, 2 * n_nz, ws_size))
+            order = np.argsort(-score, kind="stable")[:ws_size]
+            keep = order[(score[order] > 1.0)]
+            ws = np.sort(keep)
+            if ws.size < ws_size:   # no more violators than that: grow the set next time
+                ws_size = max(MIN_WS, ws.size)
+            else:
+                ws_size = min(units.n, 2 * ws_size)
+        rows = units.rows(ws)
+        sub_geo = units.sub_geo(rows) if rows.size else None
+        Phi_ws = Phi[:, rows] if rows.size else None
+        inner_tol = max(INNER_RATIO * full.rel_gap, 0.5 * tol)
+        hist = []
+        sub_best = (np.inf, epochs)
+        while epochs < max_iter:
+            epochs += 1
+            for u in ws:
+                idx, P = units.cols(u)
+                a, e = units.starts[u], units.stops[u]
+                Wu = W[a:e]
+                step = 1.0 / lip[u]
+                grad = P.T @ Gs[idx]
+                new = units.unit_geo(e - a).prox(Wu - (step * lam) * grad, step)
+                d = new - Wu
+                if np.any(d):
+                    W[a:e] = new
+                    dS = P @ d
+                    if units.sparse:
+                        S[idx] += dS
+                        Gs[idx] = _score_grad(method, S[idx], y[idx], Ypm[idx])
+                    else:
+                        S += dS
+                        Gs = _score_grad(method, S, y, Ypm)
+            bias_step()
+            if rows.size:
+                hist.append(np.concatenate([W[rows].ravel(), b]))
+            if epochs % ANDERSON and rows.size:
+                continue
+            if len(hist) >= ANDERSON and rows.size:
+                xa = _anderson(hist[-ANDERSON:])
+                hist = []
+                if xa is not None:
+                    Wa = xa[:-K].reshape(rows.size, K)
+                    ba = xa[-K:]
+                    Sa = np.asarray(Phi_ws @ Wa) + ba
+                    cur = sub_geo.value(W[rows]) + lam * _loss(method, S, y, Ypm)
+                    new_obj = sub_geo.value(Wa) + lam * _loss(method, Sa, y, Ypm)
+                    if new_obj < cur:
+                        W[rows] = Wa
+                        b[:] = ba
+                        S = Sa
+                        Gs = _score_grad(method, S, y, Ypm)
+            if not rows.size:   # biases only: their optimality is the whole subproblem
+                gb = np.abs(Gs.sum(axis=0)).max()
+                if gb <= 1e-9 * max(np.abs(Gs).sum(axis=0).max(), 1e-300) or epochs % 200 == 0:
+                    break
+                continue
+            sub = smooth_gap_scores(method, Phi_ws, y, S, W[rows], sub_geo, lam)
+            if sub.rel_gap < 0.5 * sub_best[0]:
+                sub_best = (sub.rel_gap, epochs)
+            if epochs - sub_best[1] > STALL_EPOCHS:
+                break
+            if sub.rel_gap <= inner_tol or time.perf_counter() > deadline:
+                break
+            if geo.name == "l1" and epochs % (4 * ANDERSON) == 0:
+                # active-set Newton on the current support (kept if it lowers P)
+                Wk, bk = W.copy(), b.copy()
+                cur = sub.primal
+                Sn = _l1_newton(method, Phi, y, Ypm, lam, W, b, S)
+                new = float(np.abs(W).sum()) + lam * _loss(method, Sn, y, Ypm)
+                if new < cur:
+                    S = Sn
+                    Gs = _score_grad(method, S, y, Ypm)
+                else:
+                    W[:] = Wk
+                    b[:] = bk
+    if mu is not None:
+        b -= mu @ W
+    clock = time.perf_counter() - t0
+    return SmoothResult(X, epochs, bool(full.rel_gap <= tol), full.primal, full.dual,
+                        float(full.rel_gap), clock, n_outer,
+                        {k: np.asarray(v) for k, v in tr.items()} if trace else None)
+
+
+# ---------------------------------------------------------------------------
+# plug into SparseSVC(solver="accelerated", stopping="gap")
+def _estimator_adapter(method):
+    """``run(op, penalty, alpha, **)`` -> solvers.SolverResult for core.SOLVERS."""
+
+    def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
+        from .solvers import SolverResult
+
+        if stopping != "gap":
+            raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
+        geo = GroupGeometry(penalty.name, penalty.groups, op.n_features, op.n_classes)
+        r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, 1.0 / alpha, tol=tol,
+                  max_iter=max_iter, trace=bool(trace), reference=reference)
+        tr = None
+        if trace:
+            tr = {k: r.trace[k] for k in ("iteration", "time", "rel_change", "objective")}
+            tr["iteration"] = tr["iteration"].astype(np.int64)
+            if reference is not None:
+                tr["rel_dist"] = r.trace["rel_dist"]
+        return SolverResult(r.X, r.n_iter, r.converged, r.objective, 0.0, r.time, tr,
+                            rel_gap=float(r.rel_gap))
+
+    return run
+
+
+def _register():
+    from .core import register_solver
+
+    register_solver("accelerated", {m: _estimator_adapter(m) for m in SMOOTH_METHODS}, ("gap",))
+
+
+_register()
