@@ -41,11 +41,12 @@ params = core.check_params("hinge-reg", "l1inf", 0.1, 1e-5, 5, 100.0, "paper", "
 t0 = time.perf_counter()
 fit = core.fit(params, X, y, groups=81)
 wall = time.perf_counter() - t0
-stats = _kernels._load().stats
+kernels = _kernels._load()
+stats = [kernels.step.stats, kernels.simplex_step.stats]  # the primal and dual steps
 print(json.dumps({"fit_time": fit.fit_time, "wall": wall, "n_iter": fit.n_iter,
-                  "hits": sum(stats.cache_hits.values()),
-                  "misses": sum(stats.cache_misses.values()),
-                  "cache_path": stats.cache_path}))
+                  "hits": [sum(s.cache_hits.values()) for s in stats],
+                  "misses": [sum(s.cache_misses.values()) for s in stats],
+                  "cache_path": stats[0].cache_path}))
 """
 
 
@@ -68,7 +69,7 @@ def test_second_process_loads_the_kernel_and_no_clock_includes_it(tmp_path):
     cache_home = tmp_path / "xdg"
     cold = _run_job(XDG_CACHE_HOME=str(cache_home))
     # a cold cache: the kernel was compiled (a miss) ...
-    assert cold["misses"] >= 1 and cold["hits"] == 0 and cold["n_iter"] == 5
+    assert min(cold["misses"]) >= 1 and max(cold["hits"]) == 0 and cold["n_iter"] == 5
     # ... into the user's cache directory, not the package
     root = cache_home / "sparsesvm" / "numba"
     assert Path(cold["cache_path"]).is_relative_to(root)
@@ -79,7 +80,7 @@ def test_second_process_loads_the_kernel_and_no_clock_includes_it(tmp_path):
 
     warm = _run_job(XDG_CACHE_HOME=str(cache_home))
     # the second process loads what the first compiled: a hit, no miss, nothing written
-    assert warm["misses"] == 0 and warm["hits"] >= 1
+    assert max(warm["misses"]) == 0 and min(warm["hits"]) >= 1
     assert _files(root) == before
     assert warm["fit_time"] < 0.1 * cold["wall"]
 

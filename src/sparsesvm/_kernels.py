@@ -87,7 +87,7 @@ def _load():
             finally:
                 if own:
                     config.CACHE_DIR = ""
-            _kernel = _kernels_jit.step
+            _kernel = _kernels_jit
     return _kernel or None
 
 
@@ -109,9 +109,10 @@ def fused_step(penalty, size, force=False):
     """
     if size < MIN_SIZE and not force:
         return None
-    kernel = _load()
-    if kernel is None:
+    kernels = _load()
+    if kernels is None:
         return None
+    kernel = kernels.step
     from .penalties import _CLASSES
 
     name = getattr(penalty, "name", None)
@@ -128,3 +129,30 @@ def fused_step(penalty, size, force=False):
         return kernel(X, V, float(tau), b, kind, out)
 
     return step
+
+
+def simplex_step(size, force=False):
+    """A callable ``dual(Y, TX, TXn, sR, sigma, lam, out) -> (||out||^2, ||out - Y||^2)``, or None.
+
+    The dual update of Algorithm 1 (:func:`sparsesvm.solvers.hinge_reg`) in
+    one compiled pass: ``out = P_{S_lam}(Y + sigma (2 TXn - TX) + sR)``, the
+    row-wise projection onto ``{y >= 0, sum(y) = lam}``, with the two sums
+    of squares its stopping rule may need; arrays float64 C-contiguous of
+    shape (L, K), ``out`` may be ``TX``. None when the kernels are unavailable
+    or ``size`` (the number of parameters) is below :data:`MIN_SIZE` and
+    ``force`` is False (the solver then uses the numpy path).
+    """
+    if size < MIN_SIZE and not force:
+        return None
+    kernels = _load()
+    if kernels is None:
+        return None
+    kernel = kernels.simplex_step
+
+    def dual(Y, TX, TXn, sR, sigma, lam, out):
+        for a in (Y, TX, TXn, sR, out):
+            if not a.flags.c_contiguous:
+                raise ValueError("the compiled step takes C-contiguous float64 arrays")
+        return kernel(Y, TX, TXn, sR, float(sigma), float(lam), out)
+
+    return dual

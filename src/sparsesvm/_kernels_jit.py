@@ -147,3 +147,52 @@ def step(X, V, tau, b, kind, out):
         nn += v * v
         cross += v * x
     return nn, cross
+
+
+_DUAL_SIGNATURE = types.UniTuple(types.float64, 2)(_C2, _C2, _C2, _C2, types.float64,
+                                                    types.float64, _C2)
+
+
+@njit(_DUAL_SIGNATURE)
+def simplex_step(Y, TX, TXn, sR, sigma, lam, out):
+    """Dual update of Algorithm 1 in one pass: row-wise simplex projection of the shifted point.
+
+    ``out = P_{S_lam}(Y + sigma (2 TXn - TX) + sR)`` with ``S_lam = {y >= 0,
+    sum(y) = lam}`` for each row; returns ``(||out||^2, ||out - Y||^2)``.
+    ``out`` may be ``TX`` (each row is read before it is written). The
+    threshold t of a row (``sum(max(v - t, 0)) = lam``) by Newton's method
+    from the lower bound ``max((sum(v) - lam) / K, max(v) - lam)``, as
+    :func:`linf_clip`: it rises monotonically and stops when the active set
+    repeats.
+    """
+    L = Y.shape[0]
+    K = Y.shape[1]
+    nn = 0.0
+    dd = 0.0
+    for r in range(L):
+        s = 0.0
+        m = -np.inf
+        for k in range(K):
+            v = Y[r, k] + sigma * (2.0 * TXn[r, k] - TX[r, k]) + sR[r, k]
+            out[r, k] = v
+            s += v
+            m = max(m, v)
+        t = max((s - lam) / K, m - lam)
+        while True:
+            ss = 0.0
+            c = 0
+            for k in range(K):
+                on = out[r, k] >= t
+                ss += out[r, k] if on else 0.0
+                c += on
+            new = (ss - lam) / c
+            if new <= t:
+                break
+            t = new
+        for k in range(K):
+            y = max(out[r, k] - t, 0.0)
+            out[r, k] = y
+            nn += y * y
+            d = y - Y[r, k]
+            dd += d * d
+    return nn, dd

@@ -283,6 +283,12 @@ class _PrimalStep:
         return Xn, self.measure(Xn, X)
 
 
+def _kernel_simplex_step(size):
+    from ._kernels import simplex_step
+
+    return simplex_step(size)
+
+
 def _dual_rel_change(Yn, Y):
     """``||Y+ - Y||_F / ||Y+||_F`` (``inf`` while ``Y+ = 0``).
 
@@ -405,6 +411,7 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     shape = (op.n_features + 1, op.n_classes)
     X = np.zeros(shape)
     primal = _PrimalStep(penalty, X)
+    dual = _kernel_simplex_step(X.size)  # compiled dual update, or None (numpy)
     clock = _Clock()
     tau, sigma = _pd_steps(op.norm(), step_ratio)
     primal.tau = tau
@@ -417,15 +424,21 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     for it in range(1, int(max_iter) + 1):
         Xn, rel = primal(X, op.T_adjoint(Y))
         TXn = op.T(Xn)
-        # Y + sigma*(2 TXn - TX) + sigma R, built in the buffer of the old TX
-        TX -= TXn
-        TX -= TXn
-        TX *= -sigma
-        TX += Y
-        TX += sR
-        Yn = _project_simplex(TX, lam)
-        if rel == np.inf and not X.any():
-            rel = _dual_rel_change(Yn, Y)  # X = X+ = 0: a fixed point once Y stops too
+        if dual is not None:
+            nn, dd = dual(Y, TX, TXn, sR, sigma, lam, TX)  # one pass, in the old TX buffer
+            Yn = TX
+            if rel == np.inf and not X.any():
+                rel = float(np.sqrt(dd / nn)) if nn > 0 else np.inf
+        else:
+            # Y + sigma*(2 TXn - TX) + sigma R, built in the buffer of the old TX
+            TX -= TXn
+            TX -= TXn
+            TX *= -sigma
+            TX += Y
+            TX += sR
+            Yn = _project_simplex(TX, lam)
+            if rel == np.inf and not X.any():
+                rel = _dual_rel_change(Yn, Y)  # X = X+ = 0: a fixed point once Y stops too
         X, TX, Y = Xn, TXn, Yn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
