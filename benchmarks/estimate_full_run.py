@@ -34,17 +34,22 @@ Issue 11, item 1. Steps:
    per experiment and per method. A stratum sampled once contributes no
    spread (said in the output: ``strata_sampled_once``).
 
-Usage (BLAS threads are set to 1 in the child; run with the tree to measure
-first on PYTHONPATH is not needed: ``--src`` names it)::
+Usage::
 
     python benchmarks/estimate_full_run.py --configfile config/config.yaml \\
         --results /tmp/full --mirror ../shared/data --per-stratum 2 --seed 0 \\
-        --jobs-json /tmp/full/jobs.json --src . --out before_or_after.json
+        --jobs-json /tmp/full/jobs.json --src before=/tmp/old after=. --workers 2 \\
+        --out /tmp/full/est.jsonl
 
-``--src DIR``: the source tree whose ``src/`` and ``workflow/scripts/train.py``
-run the jobs (default: this tree), e.g. a worktree of an older commit, to
-measure before and after a change on the same sample. ``--list`` prints the
-strata and stops.
+``--src NAME=DIR ...``: the source trees whose ``src/`` and
+``workflow/scripts/train.py`` run each sampled job, back to back (e.g. a
+``git archive`` of an older commit and this tree: before and after a change
+on the same jobs, whose records are compared: test errors, non-zeros,
+objective). Each measured job is appended to ``--out`` (JSON lines) as soon
+as it ends, so a run can be stopped and resumed (measured jobs are skipped)
+or summarised early (``--summarize``; the sample is run in rounds, one job of
+every stratum first). The summary goes to ``<out>.summary.json``. ``--list``
+prints the strata and stops.
 """
 
 from __future__ import annotations
@@ -129,16 +134,25 @@ def stratum(job):
 
 
 def draw(jobs, per_stratum, seed):
-    """``per_stratum`` jobs of each stratum (all of a smaller one), seeded."""
+    """``per_stratum`` jobs of each stratum (all of a smaller one), seeded, in run order.
+
+    The order is by rounds: one job of every stratum (strata in random order),
+    then a second of every stratum, and so on, so that a run stopped early
+    still covers every stratum once it has passed the first round.
+    """
     rng = np.random.default_rng(seed)
     groups = defaultdict(list)
     for j in jobs:
         groups[stratum(j)].append(j)
-    sample = []
+    picks = {}
     for key in sorted(groups):
         members = groups[key]
-        pick = rng.choice(len(members), size=min(per_stratum, len(members)), replace=False)
-        sample.extend(members[i] for i in sorted(pick))
+        picks[key] = [members[i] for i in
+                      rng.choice(len(members), size=min(per_stratum, len(members)), replace=False)]
+    sample = []
+    for r in range(per_stratum):
+        keys = [k for k in sorted(picks) if len(picks[k]) > r]
+        sample.extend(picks[keys[i]][r] for i in rng.permutation(len(keys)))
     return groups, sample
 
 
@@ -171,7 +185,11 @@ def run_one(job, src, scratch):
 
 
 def extrapolate(groups, results, n_boot=2000, seed=0):
-    """Totals (CPU-hours) with 90 % bootstrap intervals, overall, per experiment, per method."""
+    """Totals (CPU-hours) with 90 % bootstrap intervals, overall, per experiment, per method.
+
+    Only strata with a measured job count (``strata_missing`` lists the others:
+    the totals then cover fewer jobs, said in ``jobs``).
+    """
     rng = np.random.default_rng(seed)
     by_key = defaultdict(list)
     for r in results:
@@ -200,9 +218,8 @@ def extrapolate(groups, results, n_boot=2000, seed=0):
     out["strata"] = [{"stratum": list(k), "jobs": int(n), "sampled": len(by_key[k]),
                       "mean_cpu_s": float(m)} for k, n, m in zip(strata, N, means)]
     out["strata_sampled_once"] = int(sum(len(by_key[k]) == 1 for k in strata))
-    missing = [k for k in groups if k not in by_key]
-    if missing:
-        raise RuntimeError(f"strata without a measured job: {missing}")
+    out["strata_missing"] = [list(k) for k in sorted(groups) if k not in by_key]
+    out["jobs_missing"] = int(sum(len(groups[k]) for k in groups if k not in by_key))
     return out
 
 
@@ -214,10 +231,17 @@ def main(argv=None):
     ap.add_argument("--per-stratum", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs-json", help="job list: read if it exists, else written")
-    ap.add_argument("--src", default=str(ROOT), help="source tree that runs the jobs")
+    ap.add_argument("--src", nargs="+", default=[f"this={ROOT}"],
+                    help="NAME=DIR source trees that run each sampled job, back to back "
+                         "(e.g. before=/tmp/old after=.)")
+    ap.add_argument("--workers", type=int, default=1, help="jobs run at the same time")
+    ap.add_argument("--summarize", action="store_true",
+                    help="only extrapolate from the --out JSONL written so far")
     ap.add_argument("--cores", type=int, default=1, help="cores for making the inputs")
     ap.add_argument("--list", action="store_true", help="print the strata and stop")
-    ap.add_argument("--out", help="JSON output")
+    ap.add_argument("--out", required=True,
+                    help="JSON lines, one per measured job and tree (appended; read by "
+                         "--summarize), and <out>.summary.json")
     args = ap.parse_args(argv)
 
     config = {"results": str(Path(args.results).resolve()), "mirror": str(Path(args.mirror).resolve())}
@@ -237,41 +261,102 @@ def main(argv=None):
             print(k, len(groups[k]))
         return 0
 
-    inputs = sorted({p for j in sample for p in j["input"].values()})
-    missing = [p for p in inputs if not Path(p).exists()]
-    if missing:
-        cmd = ["snakemake", "--cores", str(args.cores), "--configfile", args.configfile,
-               "--config", *(f"{k}={v}" for k, v in config.items()), "--snakefile",
-               str(ROOT / "Snakefile"), "--directory", str(ROOT), *missing]
-        print("making inputs:", " ".join(cmd[:8]), f"... ({len(missing)} targets)", file=sys.stderr)
-        subprocess.run(cmd, check=True)
-
-    results = []
-    with tempfile.TemporaryDirectory(prefix="estimate-full-run-") as scratch:
-        for i, job in enumerate(sample):
-            r = run_one(job, args.src, scratch)
-            r["stratum"] = list(stratum(job))
-            r["wildcards"] = job["wildcards"]
-            results.append(r)
-            print(f"[{i + 1}/{len(sample)}] {' '.join(r['stratum'])} alpha={job['wildcards']['alpha']} "
-                  f"subset={job['wildcards']['subset']}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s, "
-                  f"fit {r['fit_time_s']:.3f} s, {r['n_iter']} it", file=sys.stderr, flush=True)
-    est = extrapolate(groups, results)
-    report = {"configfile": args.configfile, "src": str(Path(args.src).resolve()),
-              "per_stratum": args.per_stratum, "seed": args.seed, "n_jobs": len(jobs),
-              "n_sampled": len(sample), "estimate": est, "jobs": results}
-    t = est["total"]
-    print(f"total: {t['cpu_hours']:.2f} CPU-hours (90% interval {t['ci90'][0]:.2f}-{t['ci90'][1]:.2f}) "
-          f"over {t['jobs']} jobs, from {t['sampled']} sampled", file=sys.stderr)
-    for label in ("by_experiment", "by_method"):
-        for k, v in est[label].items():
-            print(f"  {k:28s} {v['cpu_hours']:7.2f} h  [{v['ci90'][0]:.2f}, {v['ci90'][1]:.2f}]  "
-                  f"{v['jobs']} jobs", file=sys.stderr)
-    if args.out:
-        tmp = Path(args.out).with_suffix(".tmp")
-        tmp.write_text(json.dumps(report, indent=1))
-        os.replace(tmp, args.out)
+    trees = dict(t.split("=", 1) for t in args.src)
+    out = Path(args.out)
+    if not args.summarize:
+        inputs = sorted({p for j in sample for p in j["input"].values()})
+        missing = [p for p in inputs if not Path(p).exists()]
+        if missing:
+            cmd = ["snakemake", "--cores", str(args.cores), "--configfile", args.configfile,
+                   "--config", *(f"{k}={v}" for k, v in config.items()), "--snakefile",
+                   str(ROOT / "Snakefile"), "--directory", str(ROOT), *missing]
+            print("making inputs:", " ".join(cmd[:8]), f"... ({len(missing)} targets)",
+                  file=sys.stderr)
+            subprocess.run(cmd, check=True)
+        run_sample(sample, trees, out, args.workers)
+    summarize(groups, out, trees, args, len(jobs), len(sample))
     return 0
+
+
+def run_sample(sample, trees, out, workers):
+    """Run every sampled job with every tree (back to back), appending JSON lines to ``out``."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    lock = threading.Lock()
+    done = set()
+    if out.exists():  # resume: skip what is measured
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["tree"], json.dumps(r["wildcards"], sort_keys=True)))
+
+    def one(i, job):
+        key = json.dumps(job["wildcards"], sort_keys=True)
+        for name, src in trees.items():
+            if (name, key) in done:
+                continue
+            with tempfile.TemporaryDirectory(prefix="estimate-full-run-") as scratch:
+                r = run_one(job, src, scratch)
+            r.update(tree=name, order=i, stratum=list(stratum(job)), wildcards=job["wildcards"])
+            with lock:
+                with open(out, "a") as fh:
+                    fh.write(json.dumps(r) + "\n")
+                print(f"[{i + 1}/{len(sample)} {name}] {' '.join(r['stratum'])} "
+                      f"alpha={job['wildcards']['alpha']} subset={job['wildcards']['subset']}: "
+                      f"cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s, fit {r['fit_time_s']:.3f} s, "
+                      f"{r['n_iter']} it", file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(one, i, job) for i, job in enumerate(sample)]:
+            f.result()
+
+
+def summarize(groups, out, trees, args, n_jobs, n_sampled):
+    """Extrapolate per tree from the measured jobs; compare the records between trees."""
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    report = {"configfile": args.configfile, "per_stratum": args.per_stratum, "seed": args.seed,
+              "n_jobs": n_jobs, "n_sampled": n_sampled, "trees": trees, "estimate": {}}
+    # jobs measured with every tree: the comparison is on the same jobs
+    keys = defaultdict(dict)
+    for r in rows:
+        keys[json.dumps(r["wildcards"], sort_keys=True)][r["tree"]] = r
+    paired = {k: v for k, v in keys.items() if len(v) == len(trees)}
+    report["n_measured"] = len(paired)
+    for name in trees:
+        est = extrapolate(groups, [v[name] for v in paired.values()])
+        report["estimate"][name] = est
+        t = est["total"]
+        print(f"{name}: {t['cpu_hours']:.2f} CPU-hours (90% interval {t['ci90'][0]:.2f}-"
+              f"{t['ci90'][1]:.2f}) over {t['jobs']} jobs ({est['jobs_missing']} in "
+              f"{len(est['strata_missing'])} unmeasured strata), from {t['sampled']} measured",
+              file=sys.stderr)
+        for label in ("by_experiment", "by_method"):
+            for k, v in est[label].items():
+                print(f"  {k:28s} {v['cpu_hours']:7.2f} h  [{v['ci90'][0]:.2f}, {v['ci90'][1]:.2f}]  "
+                      f"{v['jobs']} jobs, {v['sampled']} measured", file=sys.stderr)
+    if len(trees) > 1:
+        names = list(trees)
+        a, b = names[0], names[-1]
+        diffs = []
+        for k, v in paired.items():
+            ra, rb = v[a], v[b]
+            obj = abs(ra["objective"] - rb["objective"]) / max(abs(ra["objective"]), 1e-300)
+            diffs.append({"wildcards": ra["wildcards"], "test_errors": [ra["test_errors"], rb["test_errors"]],
+                          "nnz": [ra["nnz"], rb["nnz"]], "n_iter": [ra["n_iter"], rb["n_iter"]],
+                          "objective_rel_diff": obj, "cpu_s": [ra["cpu_s"], rb["cpu_s"]]})
+        same = [d for d in diffs if d["test_errors"][0] == d["test_errors"][1] and d["nnz"][0] == d["nnz"][1]]
+        report["comparison"] = {
+            "trees": [a, b], "jobs": len(diffs), "same_test_errors_and_nnz": len(same),
+            "max_objective_rel_diff": max((d["objective_rel_diff"] for d in diffs), default=None),
+            "differing": [d for d in diffs if d not in same or d["objective_rel_diff"] > 1e-6]}
+        c = report["comparison"]
+        print(f"{a} vs {b}: {c['same_test_errors_and_nnz']}/{c['jobs']} jobs with the same test "
+              f"errors and non-zeros; largest relative objective difference "
+              f"{c['max_objective_rel_diff']}", file=sys.stderr)
+    summary = out.with_name(out.name + ".summary.json")
+    tmp = summary.with_name(summary.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=1))
+    os.replace(tmp, summary)
 
 
 if __name__ == "__main__":
