@@ -400,7 +400,9 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         Y+ = P_{S_lam}(Y + sigma (2 T X+ - T X) + sigma R)     (row-wise simplex)
 
     ``T X`` is kept from the previous iteration, so each iteration does one
-    product with ``Phi`` and one with ``Phi^T``.
+    product with ``Phi`` and one with ``Phi^T``. Where the compiled primal step
+    is used (:class:`_PrimalStep`), the dual update is one compiled pass too
+    (:func:`sparsesvm._kernels.simplex_step`).
     """
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
