@@ -345,6 +345,22 @@ def summarize(groups, out, trees, args, n_jobs, n_sampled):
                           "nnz": [ra["nnz"], rb["nnz"]], "n_iter": [ra["n_iter"], rb["n_iter"]],
                           "objective_rel_diff": obj, "cpu_s": [ra["cpu_s"], rb["cpu_s"]]})
         same = [d for d in diffs if d["test_errors"][0] == d["test_errors"][1] and d["nnz"][0] == d["nnz"][1]]
+        # the paired CPU ratio over the jobs measured with both trees (bootstrap over jobs)
+        ca = np.array([d["cpu_s"][0] for d in diffs])
+        cb = np.array([d["cpu_s"][1] for d in diffs])
+        if ca.size:
+            rng = np.random.default_rng(args.seed)
+            idx = rng.integers(0, ca.size, size=(2000, ca.size))
+            boot = cb[idx].sum(axis=1) / ca[idx].sum(axis=1)
+            report["paired_cpu_ratio"] = {
+                "ratio": float(cb.sum() / ca.sum()),
+                "ci90": [float(np.percentile(boot, 5)), float(np.percentile(boot, 95))],
+                "cpu_s": [float(ca.sum()), float(cb.sum())],
+                "mean_saving_s": float((ca - cb).mean()), "jobs": int(ca.size)}
+            pr = report["paired_cpu_ratio"]
+            print(f"CPU {b}/{a} on the same {ca.size} jobs: {pr['ratio']:.3f} (90% interval "
+                  f"{pr['ci90'][0]:.3f}-{pr['ci90'][1]:.3f}); mean saving {pr['mean_saving_s']:.2f} s "
+                  f"per job", file=sys.stderr)
         report["comparison"] = {
             "trees": [a, b], "jobs": len(diffs), "same_test_errors_and_nnz": len(same),
             "max_objective_rel_diff": max((d["objective_rel_diff"] for d in diffs), default=None),
