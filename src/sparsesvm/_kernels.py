@@ -63,10 +63,10 @@ def cache_dir():
 
 
 def _load():
-    """The compiled step, or None when numba is missing or switched off.
+    """The module of compiled kernels, or None when numba is missing or switched off.
 
     The first call imports :mod:`sparsesvm._kernels_jit`, which compiles the
-    step or loads it from the cache (numba fixes a function's cache location
+    kernels or loads them from the cache (numba fixes a function's cache location
     when it is decorated: :func:`cache_dir` is set as numba's cache directory
     for that import only, unless the user set one).
     """
@@ -96,6 +96,13 @@ def available():
     return _load() is not None
 
 
+def _kernels_for(size, force):
+    """The compiled kernels for a problem of ``size`` parameters, or None (numpy path)."""
+    if size < MIN_SIZE and not force:
+        return None
+    return _load()
+
+
 def fused_step(penalty, size, force=False):
     """A callable ``step(X, V, tau, out) -> (||out||^2, <out, X>)``, or None.
 
@@ -107,9 +114,7 @@ def fused_step(penalty, size, force=False):
     one of :mod:`sparsesvm.penalties`' own classes, or when ``size`` (the
     number of parameters) is below :data:`MIN_SIZE` and ``force`` is False.
     """
-    if size < MIN_SIZE and not force:
-        return None
-    kernels = _load()
+    kernels = _kernels_for(size, force)
     if kernels is None:
         return None
     kernel = kernels.step
@@ -142,9 +147,7 @@ def simplex_step(size, force=False):
     or ``size`` (the number of parameters) is below :data:`MIN_SIZE` and
     ``force`` is False (the solver then uses the numpy path).
     """
-    if size < MIN_SIZE and not force:
-        return None
-    kernels = _load()
+    kernels = _kernels_for(size, force)
     if kernels is None:
         return None
     kernel = kernels.simplex_step
