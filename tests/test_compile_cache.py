@@ -8,7 +8,8 @@ directory (not in the package), a user's NUMBA_CACHE_DIR is respected, and
 a fresh interpreter, as a workflow job does.
 
 One clock for all: every method's ``fit_time`` covers its step-size norm and
-its loop, and nothing of the kernel's set-up.
+its loop, and nothing of the kernel's set-up; liblinear's, like theirs,
+starts on float64 input.
 """
 
 import json
@@ -169,3 +170,15 @@ def _slow_load(kernel, seconds):
         time.sleep(seconds)
         return kernel
     return load
+
+
+def test_liblinear_clock_starts_on_float64_input(monkeypatch):
+    """CrammerSingerSVC, like the paper's methods, converts its input before its clock starts."""
+    from sparsesvm import CrammerSingerSVC, estimators
+
+    Phi, y, K = _problem()
+    monkeypatch.setattr(estimators, "_validate_data", _slow(estimators._validate_data))
+    t0 = time.perf_counter()
+    clf = CrammerSingerSVC(alpha=1.0).fit(Phi.astype(np.float32), y)
+    assert time.perf_counter() - t0 >= PAUSE  # the (slowed) conversion ran in this fit
+    assert 0 < clf.fit_time_ < PAUSE
