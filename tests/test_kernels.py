@@ -114,3 +114,69 @@ def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name
     assert fused.n_iter == plain.n_iter and fused.converged == plain.converged
     np.testing.assert_allclose(fused.X, plain.X, rtol=1e-7, atol=1e-9 * np.abs(plain.X).max())
     assert fused.objective == pytest.approx(plain.objective, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- the dual step
+
+def _dual_numpy(Y, TX, TXn, sR, sigma, lam):
+    from sparsesvm.projections import _project_simplex
+
+    return _project_simplex(Y + sigma * (2.0 * TXn - TX) + sR, lam)
+
+
+@pytest.mark.parametrize("L,K", [(7, 3), (40, 10), (5, 20), (3, 2)])
+@pytest.mark.parametrize("lam", [1e-9, 0.5, 1.0, 1e4])
+def test_simplex_step_is_the_projection_of_the_shifted_point(L, K, lam):
+    rng = np.random.default_rng(L * K)
+    Y, TX, TXn = (rng.normal(size=(L, K)) for _ in range(3))
+    sR = 0.3 * (rng.random((L, K)) < 0.8)
+    Y[0] = 0.0
+    TX[0] = TXn[0] = 0.0
+    sR[0] = 0.0  # a row of ties (all entries equal)
+    TXn[1] = 1e12  # large values
+    sigma = 0.7
+    want = _dual_numpy(Y, TX, TXn, sR, sigma, lam)
+    dual = _kernels.simplex_step(Y.size, force=True)
+    out = np.empty_like(Y)
+    nn, dd = dual(Y, TX, TXn, sR, sigma, lam, out)
+    # to rounding at the scale of the row's values (row 1: 1e12)
+    scale = np.abs(Y + sigma * (2.0 * TXn - TX) + sR).max(axis=1)
+    assert np.all(np.abs(out - want) <= 1e-12 * np.abs(want) + 1e-15 * K * scale[:, None])
+    # each row on the simplex: non-negative, summing to lam
+    assert np.all(out >= 0.0)
+    assert np.all(np.abs(out.sum(axis=1) - lam) <= 1e-10 * lam + 1e-14 * K * scale)
+    assert nn == pytest.approx(np.vdot(out, out), rel=1e-12)
+    assert dd == pytest.approx(np.vdot(out - Y, out - Y), rel=1e-10)
+    # out may be TX itself (the solver writes the new dual into the old T X buffer)
+    TX2 = TX.copy()
+    dual(Y, TX2, TXn, sR, sigma, lam, TX2)
+    np.testing.assert_array_equal(TX2, out)
+
+
+def test_simplex_step_only_where_it_applies(monkeypatch):
+    assert _kernels.simplex_step(_kernels.MIN_SIZE - 1) is None
+    assert _kernels.simplex_step(_kernels.MIN_SIZE) is not None
+    monkeypatch.setattr(_kernels, "_kernel", None)
+    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    assert _kernels.simplex_step(10**9) is None
+    Y = np.zeros((4, 3))
+    monkeypatch.setenv("SPARSESVM_NUMBA", "1")
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _kernels.simplex_step(0, force=True)(Y, Y, Y, Y, 1.0, 1.0, np.zeros((3, 4)).T)
+
+
+def test_hinge_reg_zero_solution_same_with_and_without_kernel(monkeypatch):
+    """Large alpha, balanced classes: X = 0 solves it; the dual's relative change stops both alike."""
+    rng = np.random.default_rng(5)
+    L, M, K = 21, 12, 3
+    y = np.arange(L) % K
+    op = MulticlassOperator(rng.normal(size=(L, M)), y, K)
+    pen = make_penalty("l1inf", 4, M, K)
+    monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
+    fused = solvers.hinge_reg(op, pen, 1e-4, tol=1e-6, max_iter=5000)
+    monkeypatch.setattr(_kernels, "MIN_SIZE", 10**12)
+    plain = solvers.hinge_reg(op, pen, 1e-4, tol=1e-6, max_iter=5000)
+    assert fused.converged and plain.converged
+    assert not fused.X.any() and not plain.X.any()
+    assert fused.n_iter == plain.n_iter < 5000
+    np.testing.assert_allclose(fused.X, plain.X, rtol=1e-7, atol=1e-12)

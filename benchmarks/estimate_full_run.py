@@ -1,0 +1,379 @@
+"""CPU-hours of a config's training jobs, from a stratified sample run as the workflow runs them.
+
+Issue 11, item 1. Steps:
+
+1. **The job list from Snakemake itself.** The workflow is loaded through
+   Snakemake's Python API and its DAG built with ``forceall`` (every job, as
+   on a fresh results directory); the ``train`` jobs are taken from it with
+   their wildcards, their evaluated ``params.settings`` (method, groups, tol,
+   max_iter, solver, stopping: the config's own caps), inputs, outputs, log
+   and threads. Nothing of the grid is re-implemented here. The list is saved
+   (``--jobs-json``) so that a second run (other source tree) uses the same
+   jobs without rebuilding the DAG.
+2. **A stratified sample.** Strata: dataset x experiment x training size x
+   method (the path segment, e.g. ``hinge-reg+accelerated``; the penalties of
+   a stratum are pooled: E2-E4 have one per method, E1 and E5's largest size
+   several); from each, ``--per-stratum`` jobs drawn without replacement
+   (seeded), so every stratum is measured with several alphas and subsets.
+3. **The inputs.** The sampled jobs' inputs (features, subset files) are made
+   by Snakemake (``snakemake <inputs> --cores N``) in ``--results``; not timed
+   here (feature extraction is outside the training jobs' count).
+4. **Each sampled job as the workflow runs it:** a fresh Python process
+   executes the tree's own ``workflow/scripts/train.py`` with a ``snakemake``
+   object carrying that job's wildcards, params, input, log, threads (what
+   Snakemake's script preamble injects; its imports, ``snakemake.io`` and
+   ``snakemake.script``, are done first as in a real job), BLAS at one
+   thread, output written to a scratch directory. The parent measures the
+   child's **CPU time** (user + system, ``os.wait4``; robust to a shared
+   machine, unlike wall time) and its wall time, and reads the record
+   (``fit_time_s``, ``n_iter``, test errors, non-zeros, objective: to check
+   that results are unchanged between two source trees).
+5. **Extrapolation.** ``total = sum_h N_h * mean_h`` (N_h jobs in stratum h,
+   mean_h its sampled mean CPU seconds); a 90 % interval by bootstrap,
+   resampling the sampled jobs within each stratum (2000 replicates); the same
+   per experiment and per method. A stratum sampled once contributes no
+   spread (said in the output: ``strata_sampled_once``).
+
+Usage::
+
+    python benchmarks/estimate_full_run.py --configfile config/config.yaml \\
+        --results /tmp/full --mirror ../shared/data --per-stratum 2 --seed 0 \\
+        --jobs-json /tmp/full/jobs.json --src before=/tmp/old after=. --workers 2 \\
+        --out /tmp/full/est.jsonl
+
+``--src NAME=DIR ...``: the source trees whose ``src/`` and
+``workflow/scripts/train.py`` run each sampled job, back to back (e.g. a
+``git archive`` of an older commit and this tree: before and after a change
+on the same jobs, whose records are compared: test errors, non-zeros,
+objective). Each measured job is appended to ``--out`` (JSON lines) as soon
+as it ends, so a run can be stopped and resumed (measured jobs are skipped)
+or summarised early (``--summarize``; the sample is run in rounds, one job of
+every stratum first). The summary goes to ``<out>.summary.json``. ``--list``
+prints the strata and stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The child: Snakemake's script-preamble imports, then the job's own script with the job's
+# `snakemake` object (the attributes train.py reads), as `snakemake ... script:` runs it.
+CHILD = r"""
+import json, sys
+job = json.loads(sys.argv[1])
+import snakemake.io, snakemake.script  # what the preamble imports to unpickle the object
+
+class _NS(list):
+    def __init__(self, items, named):
+        super().__init__(items)
+        self.__dict__.update(named)
+
+snakemake = type("Snakemake", (), {})()
+snakemake.input = _NS(list(job["input"].values()), job["input"])
+snakemake.output = _NS(job["output"], {})
+snakemake.log = _NS(job["log"], {})
+snakemake.params = _NS([job["params"]["settings"]], job["params"])
+snakemake.wildcards = _NS(list(job["wildcards"].values()), job["wildcards"])
+snakemake.threads = job["threads"]
+script = job["script"]
+sys.argv = [script]
+code = compile(open(script).read(), script, "exec")
+exec(code, {"__name__": "__main__", "__file__": script, "snakemake": snakemake})
+"""
+
+
+def list_jobs(configfile, config, snakefile):
+    """Every ``train`` job of the config's DAG, from Snakemake's API (forceall)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings,
+                                          ResourceSettings)
+
+    with SnakemakeApi(OutputSettings(quiet=None)) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(cores=1),
+                          config_settings=ConfigSettings(configfiles=[Path(configfile)],
+                                                         config=config),
+                          snakefile=Path(snakefile), workdir=Path(snakefile).parent)
+        dag_api = wf.dag(DAGSettings(forceall=True))
+        workflow = dag_api.workflow_api._workflow
+        workflow.dag_settings = dag_api.dag_settings
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True,
+                              nolock=True)
+        workflow._build_dag()
+        jobs = []
+        for job in workflow.dag.jobs:
+            if job.rule.name != "train":
+                continue
+            jobs.append({
+                "wildcards": dict(job.wildcards.items()),
+                "params": {k: v for k, v in job.params.items()},
+                "input": {k: str(v) for k, v in job.input.items()},
+                "output": [str(p) for p in job.output],
+                "log": [str(p) for p in job.log],
+                "threads": int(job.threads),
+            })
+    jobs.sort(key=lambda j: j["output"][0])
+    return jobs
+
+
+def stratum(job):
+    """dataset, experiment, training size, method (the path segment); penalties pooled."""
+    w = job["wildcards"]
+    return (w["dataset"], w["experiment"], w["L"], w["method"])
+
+
+def draw(jobs, per_stratum, seed):
+    """``per_stratum`` jobs of each stratum (all of a smaller one), seeded, in run order.
+
+    The order is by rounds: one job of every stratum (strata in random order),
+    then a second of every stratum, and so on, so that a run stopped early
+    still covers every stratum once it has passed the first round.
+    """
+    rng = np.random.default_rng(seed)
+    groups = defaultdict(list)
+    for j in jobs:
+        groups[stratum(j)].append(j)
+    picks = {}
+    for key in sorted(groups):
+        members = groups[key]
+        picks[key] = [members[i] for i in
+                      rng.choice(len(members), size=min(per_stratum, len(members)), replace=False)]
+    sample = []
+    for r in range(per_stratum):
+        keys = [k for k in sorted(picks) if len(picks[k]) > r]
+        sample.extend(picks[keys[i]][r] for i in rng.permutation(len(keys)))
+    return groups, sample
+
+
+def run_one(job, src, scratch):
+    """Run one job in a fresh process; CPU and wall seconds and the record."""
+    job = json.loads(json.dumps(job))
+    name = "_".join(f"{k}-{v}" for k, v in job["wildcards"].items())
+    out = Path(scratch) / f"{name}.json"
+    job["output"] = [str(out)]
+    job["log"] = [str(Path(scratch) / f"{name}.log")]
+    job["script"] = str(Path(src) / "workflow" / "scripts" / "train.py")
+    env = dict(os.environ, PYTHONPATH=str(Path(src) / "src"), OPENBLAS_NUM_THREADS="1",
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(job)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    stdout, stderr = proc.stdout.read(), proc.stderr.read()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0 or not out.exists():
+        log = Path(job["log"][0])
+        raise RuntimeError(f"job {name} failed (exit {proc.returncode}):\n{stderr.decode()[-2000:]}"
+                           f"\n{log.read_text()[-2000:] if log.exists() else ''}")
+    rec = json.loads(out.read_text())
+    keep = ("fit_time_s", "fit_wall_time_s", "n_iter", "converged", "test_errors", "nnz",
+            "objective", "constraint_violation")
+    return {"cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall,
+            **{k: rec.get(k) for k in keep}}
+
+
+def extrapolate(groups, results, n_boot=2000, seed=0):
+    """Totals (CPU-hours) with 90 % bootstrap intervals, overall, per experiment, per method.
+
+    Only strata with a measured job count (``strata_missing`` lists the others:
+    the totals then cover fewer jobs, said in ``jobs``).
+    """
+    rng = np.random.default_rng(seed)
+    by_key = defaultdict(list)
+    for r in results:
+        by_key[tuple(r["stratum"])].append(r["cpu_s"])
+    strata = sorted(by_key)
+    N = np.array([len(groups[k]) for k in strata], dtype=float)
+    boots = np.empty((n_boot, len(strata)))
+    means = np.empty(len(strata))
+    for i, k in enumerate(strata):
+        c = np.asarray(by_key[k])
+        means[i] = c.mean()
+        boots[:, i] = rng.choice(c, size=(n_boot, c.size), replace=True).mean(axis=1)
+    contrib, boot_contrib = N * means / 3600.0, boots * N / 3600.0
+
+    def summary(mask):
+        tot = boot_contrib[:, mask].sum(axis=1)
+        return {"cpu_hours": float(contrib[mask].sum()),
+                "ci90": [float(np.percentile(tot, 5)), float(np.percentile(tot, 95))],
+                "jobs": int(N[mask].sum()),
+                "sampled": int(sum(len(by_key[k]) for k, m in zip(strata, mask) if m))}
+
+    out = {"total": summary(np.ones(len(strata), bool)), "by_experiment": {}, "by_method": {}}
+    for label, idx in (("by_experiment", 1), ("by_method", 3)):
+        for v in sorted({k[idx] for k in strata}):
+            out[label][v] = summary(np.array([k[idx] == v for k in strata]))
+    out["strata"] = [{"stratum": list(k), "jobs": int(n), "sampled": len(by_key[k]),
+                      "mean_cpu_s": float(m)} for k, n, m in zip(strata, N, means)]
+    out["strata_sampled_once"] = int(sum(len(by_key[k]) == 1 for k in strata))
+    out["strata_missing"] = [list(k) for k in sorted(groups) if k not in by_key]
+    out["jobs_missing"] = int(sum(len(groups[k]) for k in groups if k not in by_key))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--configfile", default=str(ROOT / "config" / "config.yaml"))
+    ap.add_argument("--results", required=True, help="results directory of the inputs")
+    ap.add_argument("--mirror", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--per-stratum", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs-json", help="job list: read if it exists, else written")
+    ap.add_argument("--src", nargs="+", default=[f"this={ROOT}"],
+                    help="NAME=DIR source trees that run each sampled job, back to back "
+                         "(e.g. before=/tmp/old after=.)")
+    ap.add_argument("--workers", type=int, default=1, help="jobs run at the same time")
+    ap.add_argument("--summarize", action="store_true",
+                    help="only extrapolate from the --out JSONL written so far")
+    ap.add_argument("--cores", type=int, default=1, help="cores for making the inputs")
+    ap.add_argument("--list", action="store_true", help="print the strata and stop")
+    ap.add_argument("--out", required=True,
+                    help="JSON lines, one per measured job and tree (appended; read by "
+                         "--summarize), and <out>.summary.json")
+    args = ap.parse_args(argv)
+
+    config = {"results": str(Path(args.results).resolve()), "mirror": str(Path(args.mirror).resolve())}
+    if args.jobs_json and Path(args.jobs_json).exists():
+        jobs = json.loads(Path(args.jobs_json).read_text())
+    else:
+        t0 = time.perf_counter()
+        jobs = list_jobs(args.configfile, config, ROOT / "Snakefile")
+        print(f"DAG: {len(jobs)} train jobs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        if args.jobs_json:
+            Path(args.jobs_json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.jobs_json).write_text(json.dumps(jobs))
+    groups, sample = draw(jobs, args.per_stratum, args.seed)
+    print(f"{len(jobs)} jobs, {len(groups)} strata, {len(sample)} sampled", file=sys.stderr)
+    if args.list:
+        for k in sorted(groups):
+            print(k, len(groups[k]))
+        return 0
+
+    trees = dict(t.split("=", 1) for t in args.src)
+    out = Path(args.out)
+    if not args.summarize:
+        inputs = sorted({p for j in sample for p in j["input"].values()})
+        missing = [p for p in inputs if not Path(p).exists()]
+        if missing:
+            cmd = ["snakemake", "--cores", str(args.cores), "--configfile", args.configfile,
+                   "--config", *(f"{k}={v}" for k, v in config.items()), "--snakefile",
+                   str(ROOT / "Snakefile"), "--directory", str(ROOT), *missing]
+            print("making inputs:", " ".join(cmd[:8]), f"... ({len(missing)} targets)",
+                  file=sys.stderr)
+            subprocess.run(cmd, check=True)
+        run_sample(sample, trees, out, args.workers)
+    summarize(groups, out, trees, args, len(jobs), len(sample))
+    return 0
+
+
+def run_sample(sample, trees, out, workers):
+    """Run every sampled job with every tree (back to back), appending JSON lines to ``out``."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    lock = threading.Lock()
+    done = set()
+    if out.exists():  # resume: skip what is measured
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["tree"], json.dumps(r["wildcards"], sort_keys=True)))
+
+    def one(i, job):
+        key = json.dumps(job["wildcards"], sort_keys=True)
+        for name, src in trees.items():
+            if (name, key) in done:
+                continue
+            with tempfile.TemporaryDirectory(prefix="estimate-full-run-") as scratch:
+                r = run_one(job, src, scratch)
+            r.update(tree=name, order=i, stratum=list(stratum(job)), wildcards=job["wildcards"])
+            with lock:
+                with open(out, "a") as fh:
+                    fh.write(json.dumps(r) + "\n")
+                print(f"[{i + 1}/{len(sample)} {name}] {' '.join(r['stratum'])} "
+                      f"alpha={job['wildcards']['alpha']} subset={job['wildcards']['subset']}: "
+                      f"cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s, fit {r['fit_time_s']:.3f} s, "
+                      f"{r['n_iter']} it", file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(one, i, job) for i, job in enumerate(sample)]:
+            f.result()
+
+
+def summarize(groups, out, trees, args, n_jobs, n_sampled):
+    """Extrapolate per tree from the measured jobs; compare the records between trees."""
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    report = {"configfile": args.configfile, "per_stratum": args.per_stratum, "seed": args.seed,
+              "n_jobs": n_jobs, "n_sampled": n_sampled, "trees": trees, "estimate": {}}
+    # jobs measured with every tree: the comparison is on the same jobs
+    keys = defaultdict(dict)
+    for r in rows:
+        keys[json.dumps(r["wildcards"], sort_keys=True)][r["tree"]] = r
+    paired = {k: v for k, v in keys.items() if len(v) == len(trees)}
+    report["n_measured"] = len(paired)
+    for name in trees:
+        est = extrapolate(groups, [v[name] for v in paired.values()])
+        report["estimate"][name] = est
+        t = est["total"]
+        print(f"{name}: {t['cpu_hours']:.2f} CPU-hours (90% interval {t['ci90'][0]:.2f}-"
+              f"{t['ci90'][1]:.2f}) over {t['jobs']} jobs ({est['jobs_missing']} in "
+              f"{len(est['strata_missing'])} unmeasured strata), from {t['sampled']} measured",
+              file=sys.stderr)
+        for label in ("by_experiment", "by_method"):
+            for k, v in est[label].items():
+                print(f"  {k:28s} {v['cpu_hours']:7.2f} h  [{v['ci90'][0]:.2f}, {v['ci90'][1]:.2f}]  "
+                      f"{v['jobs']} jobs, {v['sampled']} measured", file=sys.stderr)
+    if len(trees) > 1:
+        names = list(trees)
+        a, b = names[0], names[-1]
+        diffs = []
+        for k, v in paired.items():
+            ra, rb = v[a], v[b]
+            obj = abs(ra["objective"] - rb["objective"]) / max(abs(ra["objective"]), 1e-300)
+            diffs.append({"wildcards": ra["wildcards"], "test_errors": [ra["test_errors"], rb["test_errors"]],
+                          "nnz": [ra["nnz"], rb["nnz"]], "n_iter": [ra["n_iter"], rb["n_iter"]],
+                          "objective_rel_diff": obj, "cpu_s": [ra["cpu_s"], rb["cpu_s"]]})
+        same = [d for d in diffs if d["test_errors"][0] == d["test_errors"][1] and d["nnz"][0] == d["nnz"][1]]
+        # the paired CPU ratio over the jobs measured with both trees (bootstrap over jobs)
+        ca = np.array([d["cpu_s"][0] for d in diffs])
+        cb = np.array([d["cpu_s"][1] for d in diffs])
+        if ca.size:
+            rng = np.random.default_rng(args.seed)
+            idx = rng.integers(0, ca.size, size=(2000, ca.size))
+            boot = cb[idx].sum(axis=1) / ca[idx].sum(axis=1)
+            report["paired_cpu_ratio"] = {
+                "ratio": float(cb.sum() / ca.sum()),
+                "ci90": [float(np.percentile(boot, 5)), float(np.percentile(boot, 95))],
+                "cpu_s": [float(ca.sum()), float(cb.sum())],
+                "mean_saving_s": float((ca - cb).mean()), "jobs": int(ca.size)}
+            pr = report["paired_cpu_ratio"]
+            print(f"CPU {b}/{a} on the same {ca.size} jobs: {pr['ratio']:.3f} (90% interval "
+                  f"{pr['ci90'][0]:.3f}-{pr['ci90'][1]:.3f}); mean saving {pr['mean_saving_s']:.2f} s "
+                  f"per job", file=sys.stderr)
+        report["comparison"] = {
+            "trees": [a, b], "jobs": len(diffs), "same_test_errors_and_nnz": len(same),
+            "max_objective_rel_diff": max((d["objective_rel_diff"] for d in diffs), default=None),
+            "differing": [d for d in diffs if d not in same or d["objective_rel_diff"] > 1e-6]}
+        c = report["comparison"]
+        print(f"{a} vs {b}: {c['same_test_errors_and_nnz']}/{c['jobs']} jobs with the same test "
+              f"errors and non-zeros; largest relative objective difference "
+              f"{c['max_objective_rel_diff']}", file=sys.stderr)
+    summary = out.with_name(out.name + ".summary.json")
+    tmp = summary.with_name(summary.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=1))
+    os.replace(tmp, summary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

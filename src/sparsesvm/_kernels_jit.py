@@ -1,0 +1,198 @@
+"""The compiled kernels of :mod:`sparsesvm._kernels` (numba; imported only through it).
+
+Module-level functions, so that numba's on-disk cache is reused by every
+process (a kernel nested in a function, or one that captures other compiled
+functions as closure variables, is compiled again in each new process). The
+step has one explicit signature: it is compiled, or loaded from the cache,
+when this module is imported (:func:`sparsesvm._kernels._load` does it,
+before any solver clock starts), and no call can trigger a compilation later.
+Import this module only through :func:`sparsesvm._kernels._load`, which
+points the cache at the user's cache directory.
+"""
+
+import numba
+import numpy as np
+from numba import types
+
+# reassociation lets LLVM vectorise the sums; no other fast-math flag
+# (infinities and NaN keep their IEEE meaning)
+_OPTIONS = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+_C2 = types.float64[:, ::1]
+#: ``step(X, V, tau, b, kind, out) -> (nn, cross)``, arrays float64 C-contiguous
+_STEP_SIGNATURE = types.UniTuple(types.float64, 2)(_C2, _C2, types.float64, types.int64,
+                                                    types.int64, _C2)
+
+
+def njit(*args):
+    """numba.njit with this module's options (cache, nogil, reassociation)."""
+    if args and callable(args[0]):
+        return numba.njit(**_OPTIONS)(args[0])
+    return numba.njit(*args, **_OPTIONS)
+
+
+@njit
+def linf_clip(a, n, radius, s, m):
+    """Clip level t of prox_{radius ||.||_inf}: sum(max(a - t, 0)) = radius.
+
+    ``a`` holds n absolute values with sum s > radius and maximum m.
+    Newton's method on the convex decreasing piecewise-linear root
+    function, started from the lower bound max((s - radius) / n, m -
+    radius), rises monotonically and stops when the active set repeats
+    (as :func:`sparsesvm.projections._l1_ball_threshold`: counting the
+    entries >= t keeps the largest one, so radius 0 gives t = m, the
+    identity, with no special case).
+    """
+    t = max((s - radius) / n, m - radius)
+    while True:
+        ss = 0.0
+        c = 0
+        for i in range(n):
+            on = a[i] >= t
+            ss += a[i] if on else 0.0
+            c += on
+        new = (ss - radius) / c
+        if new <= t:
+            return t
+        t = new
+
+
+@njit
+def group_scale(kind, tau, s, m, a, n):
+    """For group kinds: l12 -> the shrink factor; l1inf -> the clip level."""
+    if kind == 2:
+        nrm = np.sqrt(s)
+        return max(0.0, 1.0 - tau / nrm) if nrm > 0 else 0.0
+    if s <= tau:
+        return 0.0  # inside the l1 ball: the group becomes 0
+    return linf_clip(a, n, tau, s, m)
+
+
+@njit
+def apply(kind, u, scale, tau):
+    """prox of one entry: l2 and l12 scale it, l1 soft-thresholds, l1inf clips."""
+    if kind == 1:
+        return max(u - tau, 0.0) + min(u + tau, 0.0)  # soft threshold, no branch
+    if kind == 3:
+        return min(max(u, -scale), scale)
+    return u * scale
+
+
+@njit(_STEP_SIGNATURE)
+def step(X, V, tau, b, kind, out):
+    M = X.shape[0] - 1
+    K = X.shape[1]
+    nn = 0.0
+    cross = 0.0
+    if kind <= 1:
+        c = 1.0 / (1.0 + tau)  # l2's scale
+        for r in range(M):
+            for k in range(K):
+                x = X[r, k]
+                v = apply(kind, x - tau * V[r, k], c, tau)
+                out[r, k] = v
+                nn += v * v
+                cross += v * x
+    elif b == 0:
+        # across-class groups: row r is one group of K entries
+        a = np.empty(K)
+        for r in range(M):
+            s = 0.0
+            m = 0.0
+            for k in range(K):
+                u = X[r, k] - tau * V[r, k]
+                out[r, k] = u
+                w = u * u if kind == 2 else abs(u)
+                a[k] = w
+                s += w
+                m = max(m, w)
+            sc = group_scale(kind, tau, s, m, a, K)
+            for k in range(K):
+                v = apply(kind, out[r, k], sc, tau)
+                out[r, k] = v
+                nn += v * v
+                cross += v * X[r, k]
+    else:
+        # within-class blocks: rows r0..r1-1 of column k form one group
+        s = np.empty(K)
+        m = np.empty(K)
+        sc = np.empty(K)
+        a = np.empty(b)
+        for r0 in range(0, M, b):
+            r1 = min(r0 + b, M)
+            n = r1 - r0
+            s[:] = 0.0
+            m[:] = 0.0
+            for r in range(r0, r1):
+                for k in range(K):
+                    u = X[r, k] - tau * V[r, k]
+                    out[r, k] = u
+                    w = u * u if kind == 2 else abs(u)
+                    s[k] += w
+                    m[k] = max(m[k], w)
+            for k in range(K):
+                if kind == 3 and s[k] > tau:
+                    for i in range(n):
+                        a[i] = abs(out[r0 + i, k])
+                sc[k] = group_scale(kind, tau, s[k], m[k], a, n)
+            for r in range(r0, r1):
+                for k in range(K):
+                    v = apply(kind, out[r, k], sc[k], tau)
+                    out[r, k] = v
+                    nn += v * v
+                    cross += v * X[r, k]
+    for k in range(K):
+        x = X[M, k]
+        v = x - tau * V[M, k]
+        out[M, k] = v
+        nn += v * v
+        cross += v * x
+    return nn, cross
+
+
+_DUAL_SIGNATURE = types.UniTuple(types.float64, 2)(_C2, _C2, _C2, _C2, types.float64,
+                                                    types.float64, _C2)
+
+
+@njit(_DUAL_SIGNATURE)
+def simplex_step(Y, TX, TXn, sR, sigma, lam, out):
+    """Dual update of Algorithm 1 in one pass: row-wise simplex projection of the shifted point.
+
+    ``out = P_{S_lam}(Y + sigma (2 TXn - TX) + sR)`` with ``S_lam = {y >= 0,
+    sum(y) = lam}`` for each row; returns ``(||out||^2, ||out - Y||^2)``.
+    ``out`` may be ``TX`` (each row is read before it is written). The
+    threshold t of a row (``sum(max(v - t, 0)) = lam``) by Newton's method
+    from the lower bound ``max((sum(v) - lam) / K, max(v) - lam)``, as
+    :func:`linf_clip`: it rises monotonically and stops when the active set
+    repeats.
+    """
+    L = Y.shape[0]
+    K = Y.shape[1]
+    nn = 0.0
+    dd = 0.0
+    for r in range(L):
+        s = 0.0
+        m = -np.inf
+        for k in range(K):
+            v = Y[r, k] + sigma * (2.0 * TXn[r, k] - TX[r, k]) + sR[r, k]
+            out[r, k] = v
+            s += v
+            m = max(m, v)
+        t = max((s - lam) / K, m - lam)
+        while True:
+            ss = 0.0
+            c = 0
+            for k in range(K):
+                on = out[r, k] >= t
+                ss += out[r, k] if on else 0.0
+                c += on
+            new = (ss - lam) / c
+            if new <= t:
+                break
+            t = new
+        for k in range(K):
+            y = max(out[r, k] - t, 0.0)
+            out[r, k] = y
+            nn += y * y
+            d = y - Y[r, k]
+            dd += d * d
+    return nn, dd

@@ -1,0 +1,184 @@
+"""Compile once, never on the clock (issue 11).
+
+The compiled kernel (sparsesvm._kernels) is loaded from numba's on-disk cache
+by a new process (no compilation: numba's dispatcher counts a cache hit and no
+miss, and no cache file is written), the cache lives in a user cache
+directory (not in the package), a user's NUMBA_CACHE_DIR is respected, and
+``fit_time`` never includes compiling or loading the kernel. Each fit runs in
+a fresh interpreter, as a workflow job does.
+
+One clock for all: every method's ``fit_time`` covers its step-size norm and
+its loop, and nothing of the kernel's set-up; liblinear's, like theirs,
+starts on float64 input.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparsesvm import _kernels, solvers
+from sparsesvm.operator import MulticlassOperator
+from sparsesvm.penalties import make_penalty
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# One job as the workflow runs it: the fit core of SparseSVC (sparsesvm.core.fit) on a
+# (30, 3969) problem with K = 10 and l1inf groups of 81 (E2's shape), 5 iterations.
+JOB = r"""
+import json, os, sys, time
+import numpy as np
+from sparsesvm import core, _kernels
+rng = np.random.default_rng(0)
+L, M, K = 30, 3969, 10
+y = np.arange(L) % K
+X = rng.normal(size=(L, M)).astype(np.float32)
+params = core.check_params("hinge-reg", "l1inf", 0.1, 1e-5, 5, 100.0, "paper", "rel_change", False)
+t0 = time.perf_counter()
+fit = core.fit(params, X, y, groups=81)
+wall = time.perf_counter() - t0
+kernels = _kernels._load()
+stats = [kernels.step.stats, kernels.simplex_step.stats]  # the primal and dual steps
+print(json.dumps({"fit_time": fit.fit_time, "wall": wall, "n_iter": fit.n_iter,
+                  "hits": [sum(s.cache_hits.values()) for s in stats],
+                  "misses": [sum(s.cache_misses.values()) for s in stats],
+                  "cache_path": stats[0].cache_path}))
+"""
+
+
+def _run_job(**env_over):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_CACHE_DIR", "SPARSESVM_CACHE_DIR", "SPARSESVM_NUMBA")}
+    env.update(PYTHONPATH=str(SRC), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", **env_over)
+    out = subprocess.run([sys.executable, "-c", JOB], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _files(root):
+    return {str(p): p.stat().st_mtime_ns for p in Path(root).rglob("*") if p.is_file()}
+
+
+def test_second_process_loads_the_kernel_and_no_clock_includes_it(tmp_path):
+    pytest.importorskip("numba")
+    cache_home = tmp_path / "xdg"
+    cold = _run_job(XDG_CACHE_HOME=str(cache_home))
+    # a cold cache: the kernel was compiled (a miss) ...
+    assert min(cold["misses"]) >= 1 and max(cold["hits"]) == 0 and cold["n_iter"] == 5
+    # ... into the user's cache directory, not the package
+    root = cache_home / "sparsesvm" / "numba"
+    assert Path(cold["cache_path"]).is_relative_to(root)
+    assert any(f.endswith(".nbi") for f in _files(root))
+    # the compilation (seconds) is in the fit's wall time but not in fit_time
+    assert cold["fit_time"] < 0.1 * cold["wall"]
+    before = _files(root)
+
+    warm = _run_job(XDG_CACHE_HOME=str(cache_home))
+    # the second process loads what the first compiled: a hit, no miss, nothing written
+    assert max(warm["misses"]) == 0 and min(warm["hits"]) >= 1
+    assert _files(root) == before
+    assert warm["fit_time"] < 0.1 * cold["wall"]
+
+
+def test_cache_directory_options(tmp_path):
+    pytest.importorskip("numba")
+    # numba's own NUMBA_CACHE_DIR, set by the user, wins over ours
+    got = _run_job(NUMBA_CACHE_DIR=str(tmp_path / "numba-own"),
+                   SPARSESVM_CACHE_DIR=str(tmp_path / "ours"))
+    assert Path(got["cache_path"]).is_relative_to(tmp_path / "numba-own")
+    assert not (tmp_path / "ours").exists()
+
+
+def test_cache_dir_resolution(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPARSESVM_CACHE_DIR", str(tmp_path / "a"))
+    assert _kernels.cache_dir() == str(tmp_path / "a" / "numba")
+    monkeypatch.delenv("SPARSESVM_CACHE_DIR")
+    if sys.platform.startswith("linux"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "b"))
+        assert _kernels.cache_dir() == str(tmp_path / "b" / "sparsesvm" / "numba")
+        monkeypatch.delenv("XDG_CACHE_HOME")
+        assert _kernels.cache_dir() == os.path.expanduser("~/.cache/sparsesvm/numba")
+
+
+# --------------------------------------------------------------------------- one clock
+
+def _problem(M=30):
+    rng = np.random.default_rng(1)
+    L, K = 24, 3
+    y = np.arange(L) % K
+    Phi = rng.normal(size=(L, M)) + np.eye(K)[y] @ rng.normal(size=(K, M))
+    return Phi, y, K
+
+
+PAUSE = 0.3
+
+
+def _slow(fn):
+    def wrapped(*args, **kwargs):
+        time.sleep(PAUSE)
+        return fn(*args, **kwargs)
+    return wrapped
+
+
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit"])
+def test_fit_time_includes_the_step_size_norm(monkeypatch, method):
+    Phi, y, K = _problem()
+    op = MulticlassOperator(Phi, y, K)
+    pen = make_penalty("l1", None, Phi.shape[1], K)
+    monkeypatch.setattr(MulticlassOperator, "norm", _slow(MulticlassOperator.norm))
+    run = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
+           "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit}[method]
+    res = run(op, pen, 2.0, max_iter=3)
+    assert res.n_iter == 3 and res.fit_time >= PAUSE
+
+
+def test_ova_fit_time_includes_the_step_size_norm(monkeypatch):
+    Phi, y, K = _problem()
+    pen = make_penalty("l1", None, Phi.shape[1], K)
+    monkeypatch.setattr(solvers, "_augmented_norm", _slow(solvers._augmented_norm))
+    res = solvers.ova(Phi, y, K, pen, 2.0, max_iter=3)
+    assert res.n_iter == 3 and res.fit_time >= PAUSE
+
+
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin"])
+def test_fit_time_excludes_the_kernel_set_up(monkeypatch, method):
+    """Compiling or loading the kernel (made to take 3 s here) is not on the clock."""
+    pytest.importorskip("numba")
+    kernel = _kernels._load()
+    Phi, y, K = _problem()
+    op = MulticlassOperator(Phi, y, K)
+    op.norm()
+    pen = make_penalty("l1inf", 5, Phi.shape[1], K)
+    monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
+    monkeypatch.setattr(_kernels, "_load", _slow_load(kernel, 3.0))
+    run = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
+           "hinge-lin": solvers.hinge_lin}[method]
+    t0 = time.perf_counter()
+    res = run(op, pen, 2.0, max_iter=5)
+    assert time.perf_counter() - t0 >= 3.0  # the set-up ran, in this call
+    assert res.n_iter == 5 and res.fit_time < 1.0
+
+
+def _slow_load(kernel, seconds):
+    def load():
+        time.sleep(seconds)
+        return kernel
+    return load
+
+
+def test_liblinear_clock_starts_on_float64_input(monkeypatch):
+    """CrammerSingerSVC, like the paper's methods, converts its input before its clock starts."""
+    from sparsesvm import CrammerSingerSVC, estimators
+
+    Phi, y, K = _problem()
+    monkeypatch.setattr(estimators, "_validate_data", _slow(estimators._validate_data))
+    t0 = time.perf_counter()
+    clf = CrammerSingerSVC(alpha=1.0).fit(Phi.astype(np.float32), y)
+    assert time.perf_counter() - t0 >= PAUSE  # the (slowed) conversion ran in this fit
+    assert 0 < clf.fit_time_ < PAUSE
