@@ -57,8 +57,8 @@ def smk(workdir, *args, targets=(), configfiles=(), config=None, check=True, tim
 
     Targets go first: options such as --quiet and --config take several values."""
     cmd = [snakemake_exe(), *targets, "--snakefile", str(SNAKEFILE), "--directory", str(workdir)]
-    for cf in configfiles:
-        cmd += ["--configfile", str(cf)]
+    if configfiles:  # one option with every file: a second --configfile would replace the first
+        cmd += ["--configfile", *map(str, configfiles)]
     if config:
         cmd += ["--config"] + [f"{k}={v}" for k, v in config.items()]
     cmd += list(args)
