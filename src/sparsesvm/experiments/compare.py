@@ -30,13 +30,12 @@ Nothing in this module knows Snakemake.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..datasets import atomic_path
 from .aggregate import best_alpha, method_label
 from .tables import format_count, table1_long
 
@@ -830,18 +829,9 @@ def to_markdown(t1, claims, subsets=None, cv=None):
 
 
 def write_text_atomic(path, text):
-    """Write ``text`` to ``path`` atomically (temporary file in the same directory + ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` atomically (:func:`sparsesvm.datasets.atomic_path`)."""
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
 
 
 def write_comparison(tables, paper, csv, md, cv=None):

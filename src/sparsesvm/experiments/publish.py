@@ -27,11 +27,11 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from ..datasets import atomic_path
 from .compare import write_text_atomic
 from .runner import write_json_atomic
 
@@ -48,17 +48,8 @@ MAX_BYTES = 2_000_000
 
 
 def _copy_atomic(src, dst):
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    os.close(fd)
-    try:
+    with atomic_path(dst) as tmp:
         shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def merged_config(configfiles):
