@@ -246,6 +246,27 @@ def test_table1_means_over_subsets():
     assert t.loc["l1", "hinge-reg"] == "1.5/34 (3.5+4+5.5)"
 
 
+def test_table1_notes_cells_not_solved_to_their_stopping_rule(tmp_path):
+    recs = _e1_records()
+    b = E1_BEST[("l1", "logit")]
+    for r in recs:
+        r["rel_gap"] = 1e-7
+        if (r["penalty"], r["method"], r["alpha"]) == ("l1", "logit", ALPHAS[b]):
+            r.update(converged=False, rel_gap=2.8)
+    df = aggregate.records_to_frame(recs)
+    long = tables.table1_long(df).set_index(["regulariser", "method"])
+    assert not long.loc[("l1", "logit"), "converged"] and long.loc[("l1", "logit"), "rel_gap"] == 2.8
+    assert long["converged"].sum() == len(long) - 1
+    paths = [tmp_path / f"table1.{ext}" for ext in ("csv", "md", "tex")]
+    tables.write_table1(df, *paths)
+    md = paths[1].read_text()
+    assert "Not solved to the stopping rule" in md and "l1/logit (certified relative gap 2.8)" in md
+    assert md.count("certified relative gap") == 1
+    # every cell solved: no such note
+    tables.write_table1(aggregate.records_to_frame(_e1_records()), *paths)
+    assert "Not solved" not in paths[1].read_text()
+
+
 def test_table1_rejects_mixed_datasets_and_n_test():
     recs = _e1_records()
     recs[0] = dict(recs[0], dataset="other")

@@ -49,7 +49,9 @@ def table1_long(df):
         Columns ``regulariser``, ``method`` (line label, with ``[solver]`` for
         non-paper solvers), ``groups``, ``alpha`` (best), ``test_errors`` (mean),
         ``n_test``, ``nnz_per_class`` (``"a+b+c"``), ``n_subsets``,
-        ``at_grid_edge``, ``cell``.
+        ``at_grid_edge``, ``cell``, ``converged`` (every fit of the cell met its
+        stopping rule), ``rel_gap`` (the largest certified relative duality gap of
+        its fits; NaN where the records have none).
 
     Raises
     ------
@@ -92,6 +94,9 @@ def table1_long(df):
             "alpha": float(b["alpha"]), "test_errors": float(b["test_errors"]), "n_test": n_test,
             "nnz_per_class": nnz_txt, "n_subsets": int(b["n_subsets"]),
             "at_grid_edge": bool(b["at_grid_edge"]), "cell": cell,
+            # whether every fit of the cell met its stopping rule, and the worst certified gap
+            "converged": bool(jobs["converged"].astype(bool).all()) if "converged" in jobs else True,
+            "rel_gap": float(jobs["rel_gap"].max()) if "rel_gap" in jobs else float("nan"),
         })
     long = pd.DataFrame(rows)
     r_order = {r: i for i, r in enumerate(ordered(long["regulariser"], REGULARISER_ORDER))}
@@ -132,6 +137,18 @@ def _alpha_note(long):
     parts = [f"{r.regulariser}/{r.method}: {r.alpha:.3g}" + (" (grid edge)" if r.at_grid_edge else "")
              for r in long.itertuples()]
     return "; ".join(parts)
+
+
+def _unsolved_note(long):
+    """The cells whose fits stopped before their stopping rule (iteration cap, stall), or ""."""
+    bad = long[~long["converged"].astype(bool)]
+    if not len(bad):
+        return ""
+    parts = [f"{r.regulariser}/{r.method}" + (f" (certified relative gap {r.rel_gap:.2g})"
+                                              if np.isfinite(r.rel_gap) else "")
+             for r in bad.itertuples()]
+    return ("Not solved to the stopping rule (the solver stopped at its iteration cap or stalled; "
+            "the cell is the point it stopped at): " + "; ".join(parts) + ".")
 
 
 def to_markdown(wide, caption=None, note=None):
@@ -214,6 +231,9 @@ def write_table1(df, csv, md, tex, cv_summary=None):
     if (long["n_subsets"] > 1).any():
         caption += " Means over training subsets."
     note = "Best alpha per cell: " + _alpha_note(long) + "."
+    unsolved = _unsolved_note(long)
+    if unsolved:
+        note += " " + unsolved
     if cv_summary is not None and len(cv_summary):
         note += " " + _cv_note(cv_summary)
     for path in (csv, md, tex):
