@@ -11,7 +11,8 @@ choice, :func:`sparsesvm.experiments.aggregate.best_alpha`):
   values of both at their own best alphas, pairs them by training subset and
   gives the mean difference ``d = a - b`` and its *spread*: the standard
   deviation over subsets of the paired differences (unpaired subsets:
-  ``sqrt(sd_a^2 + sd_b^2)``; one subset: 0);
+  ``sqrt(sd_a^2 + sd_b^2)``; one subset: 0), at least, for error counts (E1),
+  their counting noise ``sqrt((mean_a + mean_b) / n)``;
 - "a better than b": outcome ``better`` or ``worse`` when ``|d|`` exceeds the
   spread, ``tie`` when the spread covers the difference;
 - "a as ... as b" (within a margin ``m``): ``equal`` when ``|d| <= m``,
@@ -151,13 +152,19 @@ def _at_best(df, best, method, penalty, L, value):
 
 # --------------------------------------------------------------------------- comparisons
 
-def paired_difference(a, b):
+def paired_difference(a, b, counts=False):
     """Mean difference ``a - b`` over training subsets and its spread.
 
     Parameters
     ----------
     a, b : pandas.Series
         Per-subset values (index: subset).
+    counts : bool
+        The values are error counts on a test set (E1's test errors out of 34).
+        The spread is then at least the counting noise of the difference,
+        ``sqrt((mean(a) + mean(b)) / n)`` (each count as Poisson), so that one
+        training subset (spread 0 over subsets) does not turn a difference of one
+        error in 34 into a verdict.
 
     Returns
     -------
@@ -172,9 +179,15 @@ def paired_difference(a, b):
     if len(a) == len(b) and set(a.index) == set(b.index):
         d = (a - b.reindex(a.index)).to_numpy(dtype=float)
         sd = float(np.std(d, ddof=1)) if d.size > 1 else 0.0
-        return float(d.mean()), sd, int(d.size)
-    var = sum(float(np.var(x, ddof=1)) if len(x) > 1 else 0.0 for x in (a, b))
-    return float(a.mean() - b.mean()), math.sqrt(var), int(min(len(a), len(b)))
+        n = int(d.size)
+        diff = float(d.mean())
+    else:
+        sd = math.sqrt(sum(float(np.var(x, ddof=1)) if len(x) > 1 else 0.0 for x in (a, b)))
+        n = int(min(len(a), len(b)))
+        diff = float(a.mean() - b.mean())
+    if counts:
+        sd = max(sd, math.sqrt(max(float(a.mean()) + float(b.mean()), 0.0) / n))
+    return diff, sd, n
 
 
 def better_outcome(diff, spread, lower_is_better=True):
@@ -270,7 +283,7 @@ def _pairs(df, a_methods, b_methods, value, penalty=None, Ls=None, transform=Non
                     if vb is None or not len(vb) or ma == mb:
                         continue
                     ta, tb = (va, vb) if transform is None else (transform(va), transform(vb))
-                    d, s, n = paired_difference(ta, tb)
+                    d, s, n = paired_difference(ta, tb, counts=value == "test_errors" and transform is None)
                     rows.append({"penalty": pen, "L": int(L), "a": ma, "b": mb, "a_mean": float(va.mean()),
                                  "b_mean": float(vb.mean()), "diff": d, "spread": s, "n_subsets": n})
     return rows
@@ -378,7 +391,7 @@ def _claim_C1(t):
             v = _at_best(df, best, m, p, df["L"].iloc[0], "test_errors")
             if v is None:
                 continue
-            d, s, n = paired_difference(v, ref)
+            d, s, n = paired_difference(v, ref, counts=True)
             pairs.append({"penalty": f"{p} vs l2", "L": None, "a": m, "b": m, "a_mean": float(v.mean()),
                           "b_mean": float(ref.mean()), "diff": d, "spread": s, "n_subsets": n})
     return _better_claim(pairs, True, " errors",
@@ -779,7 +792,9 @@ def to_markdown(t1, claims, subsets=None, cv=None):
     if subsets:
         lines += ["Training subsets per experiment: " + ", ".join(f"{e} {n}" for e, n in subsets.items()) + ".", ""]
     lines += ["**Verdicts.** A comparison a - b is *better/worse* when its mean over training subsets "
-              "exceeds the spread (sd over subsets of the paired differences), else *within spread*; "
+              "exceeds the spread (sd over subsets of the paired differences; for E1's error counts at least "
+              "the counting noise sqrt(errors a + errors b), as one fixed test set of 34 gives no spread), "
+              "else *within spread*; "
               f"\"as ... as\" means within a margin ({SPARSITY_MARGIN_PCT:g} points of zero weights, a factor "
               f"{COMPARABLE_FACTOR:g} in time). A claim *agrees* when more of its comparisons support it than "
               "oppose it, *disagrees* in the opposite case, is *inconclusive* otherwise, and *not run* when "
