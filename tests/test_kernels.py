@@ -96,10 +96,11 @@ def test_fused_step_only_where_it_applies(monkeypatch):
 
 
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin"])
-@pytest.mark.parametrize("name,groups", [("l1inf", 4), ("l12", "features"), ("l1", None)])
-def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name, groups):
+@pytest.mark.parametrize("name,groups", [("l1inf", 4), ("l12", "features"), ("l1", None), ("l2", None)])
+@pytest.mark.parametrize("K", [3, 2])
+def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name, groups, K):
     rng = np.random.default_rng(3)
-    L, M, K = 24, 30, 3
+    L, M = 24, 30
     y = np.arange(L) % K
     Phi = rng.normal(size=(L, M)) + 0.8 * np.eye(K)[y] @ rng.normal(size=(K, M))
     op = MulticlassOperator(Phi, y, K)
@@ -114,6 +115,8 @@ def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name
     assert fused.n_iter == plain.n_iter and fused.converged == plain.converged
     np.testing.assert_allclose(fused.X, plain.X, rtol=1e-7, atol=1e-9 * np.abs(plain.X).max())
     assert fused.objective == pytest.approx(plain.objective, rel=1e-9)
+    assert fused.constraint_violation == pytest.approx(plain.constraint_violation, rel=1e-7,
+                                                       abs=1e-9 * L)
 
 
 # --------------------------------------------------------------------------- the dual step
