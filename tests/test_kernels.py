@@ -265,6 +265,13 @@ def test_epigraph_step_only_where_it_applies(monkeypatch):
         dual(Y, Y, Y, Y, v, v, 1.0, 1.0, 1.0, np.zeros((3, 4)).T, np.zeros(4))
     with pytest.raises(ValueError, match="share memory"):
         dual(Y, Y, Y, Y, v, np.zeros(4), 1.0, 1.0, 1.0, Y.copy(), v)
+    # a NaN (from data the estimators would have refused) ends in NaN, not in an endless loop
+    Yn, xi = np.zeros((4, 3)), np.zeros(4)
+    Yn[1, 1], xi[2] = np.nan, np.nan
+    out = np.empty_like(Yn)
+    dual(Yn, Y, Y, np.ones((4, 3)), v, xi, 1.0, 1.0, 1.0, out, np.empty(4))
+    assert np.isnan(out[1]).any() and np.isnan(out[2]).all() and np.isnan(xi[2])
+    assert np.isfinite(out[[0, 3]]).all() and np.isfinite(xi[[0, 1, 3]]).all()
     monkeypatch.setattr(_kernels, "_kernel", None)
     monkeypatch.setenv("SPARSESVM_NUMBA", "0")
     assert _kernels.epigraph_step(10**9) is None

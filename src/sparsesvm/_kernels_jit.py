@@ -253,7 +253,7 @@ def epigraph_step(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
         for k in range(K):
             s += out[r, k] - m
         t = max(0.5 * z, (z + s) / (K + 1))
-        while True:
+        for _ in range(K + 2):  # the active set shrinks: at most K + 1 steps (NaN: no hang)
             ss = 0.0
             c = 0
             for k in range(K):
