@@ -96,10 +96,11 @@ def test_fused_step_only_where_it_applies(monkeypatch):
 
 
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin"])
-@pytest.mark.parametrize("name,groups", [("l1inf", 4), ("l12", "features"), ("l1", None)])
-def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name, groups):
+@pytest.mark.parametrize("name,groups", [("l1inf", 4), ("l12", "features"), ("l1", None), ("l2", None)])
+@pytest.mark.parametrize("K", [3, 2])
+def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name, groups, K):
     rng = np.random.default_rng(3)
-    L, M, K = 24, 30, 3
+    L, M = 24, 30
     y = np.arange(L) % K
     Phi = rng.normal(size=(L, M)) + 0.8 * np.eye(K)[y] @ rng.normal(size=(K, M))
     op = MulticlassOperator(Phi, y, K)
@@ -114,6 +115,8 @@ def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name
     assert fused.n_iter == plain.n_iter and fused.converged == plain.converged
     np.testing.assert_allclose(fused.X, plain.X, rtol=1e-7, atol=1e-9 * np.abs(plain.X).max())
     assert fused.objective == pytest.approx(plain.objective, rel=1e-9)
+    assert fused.constraint_violation == pytest.approx(plain.constraint_violation, rel=1e-7,
+                                                       abs=1e-9 * L)
 
 
 # --------------------------------------------------------------------------- the dual step
@@ -180,3 +183,95 @@ def test_hinge_reg_zero_solution_same_with_and_without_kernel(monkeypatch):
     assert not fused.X.any() and not plain.X.any()
     assert fused.n_iter == plain.n_iter < 5000
     np.testing.assert_allclose(fused.X, plain.X, rtol=1e-7, atol=1e-12)
+
+
+# ------------------------------------------------------------- the dual step of Algorithm 2
+
+def _epigraph_numpy(Y, TX, TXn, R, zeta, xi, sigma, zn):
+    """hinge_con's numpy dual update after the half-space step ``zn`` (the reference)."""
+    from sparsesvm.projections import project_epigraph_hinge
+
+    V = Y / sigma + 2.0 * TXn - TX
+    xis = xi / sigma + 2.0 * zn - zeta
+    P, theta = project_epigraph_hinge(V, xis, R)
+    return sigma * (V - P), sigma * (xis - theta), zn
+
+
+def _epigraph_by_bisection(nu, z):
+    """theta of the epigraph projection of (nu - R, z): theta - z = sum(max(nu - theta, 0))."""
+    if z >= nu.max():
+        return z
+    lo, hi = z, nu.max()  # f(z) <= 0 <= f(max)
+    for _ in range(300):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if mid - z < np.maximum(nu - mid, 0).sum() else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@pytest.mark.parametrize("L,K", [(7, 3), (40, 10), (5, 20), (6, 2)])
+@pytest.mark.parametrize("eta_frac", [0.05, 0.5, 1e3])  # 1e3: the half-space is inactive
+def test_epigraph_step_is_the_projection_of_the_shifted_point(L, K, eta_frac):
+    rng = np.random.default_rng(L * K)
+    Y, TX, TXn = (rng.normal(size=(L, K)) for _ in range(3))
+    y = np.arange(L) % K
+    R = np.ones((L, K))
+    R[np.arange(L), y] = 0.0
+    zeta, xi = rng.normal(size=L), rng.normal(size=L)
+    Y[0] = TX[0] = TXn[0] = 0.0
+    R[0] = 1.0  # a row of ties (all entries of nu equal)
+    TXn[1] = 1e12  # huge values
+    xi[2] = -1e9  # a very negative epigraph variable: every entry active
+    xi[3] = 1e9  # far above: inside the epigraph
+    sigma, tau, eta = 0.7, 0.4, eta_frac * L
+    dual = _kernels.epigraph_step(Y.size, force=True)
+    gotY, gotxi, gotz = np.empty_like(Y), xi.copy(), np.empty(L)
+    dual(Y, TX, TXn, R, zeta, gotxi, sigma, tau, eta, gotY, gotz)
+    # the half-space step: projection onto {sum(z) <= eta}, to the rounding of the sum
+    z0 = zeta - tau * xi
+    want = z0 - max(0.0, (z0.sum() - eta) / L)
+    np.testing.assert_allclose(gotz, want, rtol=1e-13, atol=1e-15 * L * np.abs(z0).max())
+    assert gotz.sum() <= eta + 1e-15 * L * np.abs(z0).max()
+    outY, outxi, outz = _epigraph_numpy(Y, TX, TXn, R, zeta, xi, sigma, gotz)
+    # to rounding at the scale of the row's values (row 1: 1e12, row 2: 1e9)
+    nu = Y / sigma + 2.0 * TXn - TX + R
+    xis = xi / sigma + 2.0 * outz - zeta
+    scale = np.maximum(np.abs(nu).max(axis=1), np.abs(xis)) * sigma
+    assert np.all(np.abs(gotY - outY) <= 1e-12 * np.abs(outY) + 1e-14 * K * scale[:, None])
+    assert np.all(np.abs(gotxi - outxi) <= 1e-12 * np.abs(outxi) + 1e-14 * K * scale)
+    assert np.all(gotY[3] == 0.0) and gotxi[3] == 0.0  # inside: Yh - sigma * Yh
+    # independent of both: theta by bisection on its defining equation, and the
+    # Moreau split Y+ = sigma (nu - theta)_+, xi+ = sigma (xis - theta)
+    for r in range(L):
+        if r == 1:
+            continue  # bisection at 1e12 cannot resolve the rest of the row
+        theta = _epigraph_by_bisection(nu[r], xis[r])
+        np.testing.assert_allclose(gotY[r], sigma * np.maximum(nu[r] - theta, 0.0),
+                                   rtol=1e-9, atol=1e-9 * max(1.0, scale[r]))
+        assert gotxi[r] == pytest.approx(sigma * (xis[r] - theta), rel=1e-9,
+                                         abs=1e-9 * max(1.0, scale[r]))
+    # out may be TX itself (the solver writes the new dual into the old T X buffer)
+    TX2, xi2 = TX.copy(), xi.copy()
+    dual(Y, TX2, TXn, R, zeta, xi2, sigma, tau, eta, TX2, np.empty(L))
+    np.testing.assert_array_equal(TX2, gotY)
+    np.testing.assert_array_equal(xi2, gotxi)
+
+
+def test_epigraph_step_only_where_it_applies(monkeypatch):
+    assert _kernels.epigraph_step(_kernels.MIN_SIZE - 1) is None
+    assert _kernels.epigraph_step(_kernels.MIN_SIZE) is not None
+    Y, v = np.zeros((4, 3)), np.zeros(4)
+    dual = _kernels.epigraph_step(0, force=True)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        dual(Y, Y, Y, Y, v, v, 1.0, 1.0, 1.0, np.zeros((3, 4)).T, np.zeros(4))
+    with pytest.raises(ValueError, match="share memory"):
+        dual(Y, Y, Y, Y, v, np.zeros(4), 1.0, 1.0, 1.0, Y.copy(), v)
+    # a NaN (from data the estimators would have refused) ends in NaN, not in an endless loop
+    Yn, xi = np.zeros((4, 3)), np.zeros(4)
+    Yn[1, 1], xi[2] = np.nan, np.nan
+    out = np.empty_like(Yn)
+    dual(Yn, Y, Y, np.ones((4, 3)), v, xi, 1.0, 1.0, 1.0, out, np.empty(4))
+    assert np.isnan(out[1]).any() and np.isnan(out[2]).all() and np.isnan(xi[2])
+    assert np.isfinite(out[[0, 3]]).all() and np.isfinite(xi[[0, 1, 3]]).all()
+    monkeypatch.setattr(_kernels, "_kernel", None)
+    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    assert _kernels.epigraph_step(10**9) is None

@@ -34,6 +34,8 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
+
 
 #: smallest (M + 1) * K for which the compiled step is used
 MIN_SIZE = 10_000
@@ -157,5 +159,34 @@ def simplex_step(size, force=False):
             if not a.flags.c_contiguous:
                 raise ValueError("the compiled step takes C-contiguous float64 arrays")
         return kernel(Y, TX, TXn, sR, float(sigma), float(lam), out)
+
+    return dual
+
+
+def epigraph_step(size, force=False):
+    """A callable ``dual(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn)``, or None.
+
+    The dual update of Algorithm 2 (:func:`sparsesvm.solvers.hinge_con`) in
+    one compiled pass: ``zn = P_{V_eta}(zeta - tau xi)`` (the half-space
+    step), then the over-relaxed point ``(Y / sigma + 2 TXn - TX, xi / sigma +
+    2 zn - zeta)`` projected row-wise onto the epigraph of ``h_l``, written as
+    ``out`` (the new Y) and, in place, ``xi``. Matrices float64 C-contiguous
+    of shape (L, K), vectors float64 contiguous of shape (L,); ``out`` may be
+    ``TX``, ``zn`` must be a buffer of its own. None when the kernels are
+    unavailable or ``size`` (the number of parameters) is below
+    :data:`MIN_SIZE` and ``force`` is False (the solver then uses the numpy path).
+    """
+    kernels = _kernels_for(size, force)
+    if kernels is None:
+        return None
+    kernel = kernels.epigraph_step
+
+    def dual(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
+        for a in (Y, TX, TXn, R, zeta, xi, out, zn):
+            if not a.flags.c_contiguous:
+                raise ValueError("the compiled step takes C-contiguous float64 arrays")
+        if np.shares_memory(zn, zeta) or np.shares_memory(zn, xi):
+            raise ValueError("zn must not share memory with zeta or xi")
+        kernel(Y, TX, TXn, R, zeta, xi, float(sigma), float(tau), float(eta), out, zn)
 
     return dual

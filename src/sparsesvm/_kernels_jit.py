@@ -196,3 +196,75 @@ def simplex_step(Y, TX, TXn, sR, sigma, lam, out):
             d = y - Y[r, k]
             dd += d * d
     return nn, dd
+
+
+_C1 = types.float64[::1]
+_EPI_SIGNATURE = types.void(_C2, _C2, _C2, _C2, _C1, _C1, types.float64, types.float64,
+                            types.float64, _C2, _C1)
+
+
+@njit(_EPI_SIGNATURE)
+def epigraph_step(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
+    """Dual update of Algorithm 2 in one pass: half-space step, over-relaxation, epigraph projection.
+
+    ``zn = P_{V_eta}(zeta - tau xi)`` (``V_eta = {sum(z) <= eta}``), then, row
+    by row, with ``Yh = Y + sigma (2 TXn - TX)``, ``xih = xi + sigma (2 zn -
+    zeta)`` and ``(P, theta) = P_epi(Yh / sigma, xih / sigma)`` (epigraph of
+    ``h_l(v) = max_k (v_k + R[l, k])``)::
+
+        out = Yh - sigma P = sigma max(nu - theta, 0),   nu = Yh / sigma + R[l]
+        xi  = xih - sigma theta                          (in place)
+
+    ``out`` may be ``TX`` (each entry is read before it is written); ``zn``
+    must not alias ``zeta`` or ``xi``. ``theta`` solves ``theta - xih / sigma
+    = sum(max(nu - theta, 0))``: every ``(xih / sigma + sum_S nu) / (1 + |S|)``
+    is a lower bound, and Newton's method from the best of two of them rises
+    monotonically and stops when the active set repeats (as
+    :func:`simplex_step`); values are shifted by the row maximum of ``nu``
+    (precision at large values, as :func:`sparsesvm.projections.project_epigraph_hinge`).
+    Rows already in the epigraph give ``out = 0``, ``xi = 0``.
+    """
+    L = Y.shape[0]
+    K = Y.shape[1]
+    s = 0.0
+    for r in range(L):
+        z = zeta[r] - tau * xi[r]
+        zn[r] = z
+        s += z
+    excess = (s - eta) / L
+    if excess > 0:
+        for r in range(L):
+            zn[r] -= excess
+    inv = 1.0 / sigma
+    for r in range(L):
+        m = -np.inf
+        for k in range(K):
+            v = Y[r, k] * inv + 2.0 * TXn[r, k] - TX[r, k] + R[r, k]
+            out[r, k] = v
+            m = max(m, v)
+        z = xi[r] * inv + 2.0 * zn[r] - zeta[r]  # xih / sigma
+        if z >= m:  # inside the epigraph: the projection is the point itself
+            for k in range(K):
+                out[r, k] = 0.0
+            xi[r] = 0.0
+            continue
+        z -= m  # shifted: nu - m <= 0 and z < 0, so the root t < 0 = max(nu - m)
+        s = 0.0
+        for k in range(K):
+            s += out[r, k] - m
+        t = max(0.5 * z, (z + s) / (K + 1))
+        for _ in range(K + 2):  # the active set shrinks: at most K + 1 steps (NaN: no hang)
+            ss = 0.0
+            c = 0
+            for k in range(K):
+                d = out[r, k] - m
+                on = d > t
+                ss += d if on else 0.0
+                c += on
+            new = (z + ss) / (1 + c)
+            if new <= t:
+                break
+            t = new
+        for k in range(K):
+            out[r, k] = sigma * max((out[r, k] - m) - t, 0.0)
+        xi[r] = sigma * (z - t)

@@ -293,6 +293,12 @@ def _kernel_simplex_step(size):
     return simplex_step(size)
 
 
+def _kernel_epigraph_step(size):
+    from ._kernels import epigraph_step
+
+    return epigraph_step(size)
+
+
 def _dual_rel_change(Yn, Y):
     """``||Y+ - Y||_F / ||Y+||_F`` (``inf`` while ``Y+ = 0``).
 
@@ -506,7 +512,9 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     When ``eta >= L`` the problem is solved by ``X = 0`` (its loss is exactly
     ``L`` and ``g(0) = 0`` is the minimum of ``g``): that case returns at once
     with ``n_iter = 0`` (the iteration would otherwise never meet the
-    relative-change rule, ``||X|| = 0``).
+    relative-change rule, ``||X|| = 0``). Where the compiled primal step is
+    used (:class:`_PrimalStep`), the half-space step and the dual update are
+    one compiled pass too (:func:`sparsesvm._kernels.epigraph_step`).
     """
     if not (np.isfinite(eta) and eta > 0):
         raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
@@ -519,6 +527,7 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     L = op.n_samples
     X = np.zeros((op.n_features + 1, op.n_classes))
     primal = _PrimalStep(penalty, X)
+    dual = _kernel_epigraph_step(X.size)  # compiled dual update, or None (numpy)
     clock = _Clock()
     tau, sigma = _pd_steps(max(op.norm(), 1.0), step_ratio)
     primal.tau = tau
@@ -526,24 +535,33 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     TX = np.zeros_like(Y)
     zeta = np.zeros(L)
     xi = np.zeros(L)
+    zbuf = np.empty(L)  # the compiled path's other half-space buffer (it swaps with zeta)
     tr = _Trace(every, reference) if every else None
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
         Xn, rel = primal(X, op.T_adjoint(Y))
-        zn = _project_halfspace(zeta - tau * xi, eta)
-        TXn = op.T(Xn)
-        # Yh / sigma = Y / sigma + 2 TXn - TX  (built in the old TX buffer)
-        TX -= TXn
-        TX -= TXn
-        TX *= -1.0
-        TX += Y / sigma
-        xis = xi / sigma + 2.0 * zn - zeta
-        P, theta = _project_epigraph_hinge(TX, xis, R)
-        TX -= P
-        TX *= sigma
-        Y = TX
-        xi = sigma * (xis - theta)
+        if dual is not None:
+            TXn = op.T(Xn)
+            # half-space step, over-relaxation and epigraph projection in one pass;
+            # the new Y in the old TX buffer, xi in place, zeta+ in zbuf
+            dual(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, TX, zbuf)
+            Y = TX
+            zn, zbuf = zbuf, zeta
+        else:
+            zn = _project_halfspace(zeta - tau * xi, eta)
+            TXn = op.T(Xn)
+            # Yh / sigma = Y / sigma + 2 TXn - TX  (built in the old TX buffer)
+            TX -= TXn
+            TX -= TXn
+            TX *= -1.0
+            TX += Y / sigma
+            xis = xi / sigma + 2.0 * zn - zeta
+            P, theta = _project_epigraph_hinge(TX, xis, R)
+            TX -= P
+            TX *= sigma
+            Y = TX
+            xi = sigma * (xis - theta)
         X, TX, zeta = Xn, TXn, zn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
