@@ -166,6 +166,20 @@ def test_simplex_step_only_where_it_applies(monkeypatch):
     monkeypatch.setenv("SPARSESVM_NUMBA", "1")
     with pytest.raises(ValueError, match="C-contiguous"):
         _kernels.simplex_step(0, force=True)(Y, Y, Y, Y, 1.0, 1.0, np.zeros((3, 4)).T)
+    # a NaN row ends in NaN, not in an endless Newton loop; the other rows are projected
+    Yn = np.zeros((4, 3))
+    Yn[2, 1] = np.nan
+    out = np.empty_like(Yn)
+    _kernels.simplex_step(0, force=True)(Yn, Y, Y, np.zeros((4, 3)), 1.0, 3.0, out)
+    assert np.isnan(out[2]).any() and np.allclose(out[[0, 1, 3]], 1.0)
+
+
+def test_linf_clip_level_with_nan_ends():
+    """A NaN in a group (data the estimators refuse) ends the Newton loop, in NaN."""
+    from sparsesvm import _kernels_jit
+
+    a = np.array([1.0, np.nan, 2.0])
+    assert np.isnan(_kernels_jit.linf_clip(a, 3, 0.5, np.nan, np.nan))
 
 
 def test_hinge_reg_zero_solution_same_with_and_without_kernel(monkeypatch):

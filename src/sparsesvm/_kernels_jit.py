@@ -43,17 +43,20 @@ def linf_clip(a, n, radius, s, m):
     identity, with no special case).
     """
     t = max((s - radius) / n, m - radius)
-    while True:
+    for _ in range(n + 2):  # the active set shrinks: at most n + 1 steps (NaN: no hang)
         ss = 0.0
         c = 0
         for i in range(n):
             on = a[i] >= t
             ss += a[i] if on else 0.0
             c += on
+        if c == 0:  # only with NaN (t >= nothing): NaN out
+            return t
         new = (ss - radius) / c
         if new <= t:
             return t
         t = new
+    return t
 
 
 @njit
@@ -178,13 +181,15 @@ def simplex_step(Y, TX, TXn, sR, sigma, lam, out):
             s += v
             m = max(m, v)
         t = max((s - lam) / K, m - lam)
-        while True:
+        for _ in range(K + 2):  # the active set shrinks: at most K + 1 steps (NaN: no hang)
             ss = 0.0
             c = 0
             for k in range(K):
                 on = out[r, k] >= t
                 ss += out[r, k] if on else 0.0
                 c += on
+            if c == 0:  # only with NaN: NaN out
+                break
             new = (ss - lam) / c
             if new <= t:
                 break
