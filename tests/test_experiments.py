@@ -117,7 +117,7 @@ def test_write_json_atomic_roundtrip_and_no_partial_file(tmp_path):
     runner.write_json_atomic(path, {"x": np.float64(1.5), "y": [1, 2]})
     assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
     # a failing write leaves the previous file untouched and no temporary behind
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
         runner.write_json_atomic(path, {"x": object()})
     assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
     assert sorted(p.name for p in path.parent.iterdir()) == ["r.json"]

@@ -193,7 +193,7 @@ def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
 def test_atomic_path_leaves_nothing_on_error(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="killed"):
         with datasets.atomic_path(target) as tmp:
             Path(tmp).write_text("half")
             raise RuntimeError("killed")
