@@ -40,23 +40,38 @@ def mirror_dir():
     return MIRROR
 
 
-def make_random_problem(seed=0, L=12, M=8, K=3):
-    """Small dense multiclass problem: Phi (L, M) standard normal (seeded), y = l mod K.
+def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=None):
+    """The tests' one random multiclass problem, with balanced labels ``y = l mod K``.
+
+    Two draws from ``numpy.random.default_rng(seed)``:
+
+    - ``sep=None``: ``Phi = scale * (Z + shift * E[y])``, with ``Z`` (L, M) standard
+      normal and ``E = eye(K, M)`` (class ``k`` moved by ``shift`` along feature ``k``);
+      ``shift=0`` gives plain Gaussian rows, so the hinge is positive at the optimum;
+    - ``sep`` given: Gaussian blobs, class means ``mu = sep * N(0, 1)`` (K, M) drawn
+      first, then ``Phi = mu[y] + Z``.
 
     Returns
     -------
     Phi : ndarray (L, M)
     y : ndarray of int (L,)
-        Balanced labels 0, 1, ..., K-1, 0, 1, ...
+        Labels 0, 1, ..., K-1, 0, 1, ...
     K : int
     """
     rng = np.random.default_rng(seed)
-    Phi = rng.standard_normal((L, M))
     y = np.arange(L) % K
+    if sep is not None:
+        mu = rng.standard_normal((K, M)) * sep
+        return mu[y] + rng.standard_normal((L, M)), y, K
+    Phi = rng.standard_normal((L, M))
+    if shift:
+        Phi = Phi + shift * np.eye(K, M)[y]
+    if scale != 1.0:
+        Phi = scale * Phi
     return Phi, y, K
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def random_problem():
     """The factory :func:`make_random_problem` (``random_problem(seed, L=, M=, K=)``)."""
     return make_random_problem

@@ -16,13 +16,12 @@ from sparsesvm import CrammerSingerSVC, SparseSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cvx_reference  # noqa: E402
+from conftest import make_random_problem  # noqa: E402
 
 
-def blobs(seed=0, L=30, M=8, K=3, sep=2.0):
-    rng = np.random.default_rng(seed)
-    y = np.arange(L) % K
-    mu = rng.standard_normal((K, M)) * sep
-    return mu[y] + rng.standard_normal((L, M)), y
+def blobs(seed=0, K=3):
+    """Gaussian blobs, 30 rows of 8 features: (X, y)."""
+    return make_random_problem(seed, L=30, M=8, K=K, sep=2.0)[:2]
 
 
 FAST = dict(tol=1e-4, max_iter=800)
