@@ -71,6 +71,31 @@ def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=Non
     return Phi, y, K
 
 
+def save_blob_features(directory, seed, dtype=np.float64):
+    """Blob features stored as the workflow stores them (``sparsesvm.features``).
+
+    Three classes in 8 features, class ``k`` centred at ``2 e_k``: 6 training rows a class
+    with noise 0.3, then 10 test rows a class with noise 0.8, rows sorted by class.
+
+    Returns
+    -------
+    directory : Path
+    X_train : ndarray (18, 8) of ``dtype``
+    y_train : ndarray of int (18,)
+    X_test : ndarray (30, 8) of ``dtype``
+    y_test : ndarray of int (30,)
+    """
+    from sparsesvm import features
+
+    rng = np.random.default_rng(seed)
+    centers = 2.0 * np.eye(3, 8)
+    y_tr, y_te = np.repeat(np.arange(3), 6), np.repeat(np.arange(3), 10)
+    X_tr = (centers[y_tr] + 0.3 * rng.standard_normal((18, 8))).astype(dtype)
+    X_te = (centers[y_te] + 0.8 * rng.standard_normal((30, 8))).astype(dtype)
+    features.save_features(directory, X_tr, y_tr, X_te, y_te, {"dataset": "blobs"})
+    return directory, X_tr, y_tr, X_te, y_te
+
+
 @pytest.fixture(scope="session")
 def random_problem():
     """The factory :func:`make_random_problem` (``random_problem(seed, L=, M=, K=)``)."""

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import save_blob_features
 from sparsesvm.experiments import aggregate, figures, runner, tables
 
 # --------------------------------------------------------------------------- synthetic records
@@ -452,24 +453,9 @@ def test_captions(tmp_path):
 
 # --------------------------------------------------------------------------- run_job end to end
 
-def _blobs(rng, n_per_class, centers, noise=0.3):
-    X = np.concatenate([c + noise * rng.standard_normal((n_per_class, centers.shape[1])) for c in centers])
-    y = np.repeat(np.arange(len(centers)), n_per_class)
-    return X, y
-
-
 @pytest.fixture(scope="module")
 def tiny_features(tmp_path_factory):
-    from sparsesvm import features
-
-    rng = np.random.default_rng(0)
-    centers = np.zeros((3, 8))
-    centers[0, 0], centers[1, 1], centers[2, 2] = 2.0, 2.0, 2.0
-    Xtr, ytr = _blobs(rng, 6, centers)
-    Xte, yte = _blobs(rng, 10, centers, noise=0.8)
-    d = tmp_path_factory.mktemp("features")
-    features.save_features(d, Xtr, ytr, Xte, yte, {"dataset": "blobs"})
-    return d, Xtr, ytr, Xte, yte
+    return save_blob_features(tmp_path_factory.mktemp("features"), 0)
 
 
 def _check_record(rec, coef_full, Xte, yte, n_train):
