@@ -138,14 +138,6 @@ def test_count_weights_exact_zeros_and_threshold():
         runner.count_weights(np.zeros(3))
 
 
-def test_save_load_coef(tmp_path):
-    a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    p = runner.save_coef(tmp_path / "c.npz", a)
-    b = runner.load_coef(p)
-    assert b.dtype == np.float64 and np.array_equal(a, b)
-    assert [q.name for q in tmp_path.iterdir()] == ["c.npz"]
-
-
 # --------------------------------------------------------------------------- aggregate
 
 def test_collect_flattens_lists_and_groups(tmp_path):
@@ -437,18 +429,6 @@ def test_figures_saved_as_png_and_pdf(tmp_path):
     df5 = df5[df5["L"] == E5_LS[-1]]
     _check_files(*figures.l2_timing_figure(df5, tmp_path / "f4.png", tmp_path / "f4.pdf", sparse_df=sdf5,
                                            dpi=60))
-
-
-def test_captions(tmp_path):
-    df = aggregate.records_to_frame(_e2_records())
-    text = figures.caption("figure1", df, band="iqr")
-    assert "interquartile" in text and "trial-and-error" in text and "kymatio" in text
-    assert "3 at L = 30" in text
-    assert "liblinear" in figures.caption("figure4")
-    with pytest.raises(ValueError, match="caption kind"):
-        figures.caption("figure9")
-    p = figures.write_caption(tmp_path / "c" / "fig1.rst", text)
-    assert p.read_text() == text + "\n"
 
 
 # --------------------------------------------------------------------------- run_job end to end
