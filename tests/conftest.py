@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,22 +41,27 @@ def mirror_dir():
     return MIRROR
 
 
-def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=None):
-    """The tests' one random multiclass problem, with balanced labels ``y = l mod K``.
+def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=None,
+                        labels="cyclic", density=None):
+    """The tests' one random multiclass problem, drawn from ``numpy.random.default_rng(seed)``.
 
-    Two draws from ``numpy.random.default_rng(seed)``:
+    Three draws:
 
-    - ``sep=None``: ``Phi = scale * (Z + shift * E[y])``, with ``Z`` (L, M) standard
-      normal and ``E = eye(K, M)`` (class ``k`` moved by ``shift`` along feature ``k``);
+    - default: ``Phi = scale * (Z + shift * E[y])``, with ``Z`` (L, M) standard normal
+      and ``E = eye(K, M)`` (class ``k`` moved by ``shift`` along feature ``k``);
       ``shift=0`` gives plain Gaussian rows, so the hinge is positive at the optimum;
     - ``sep`` given: Gaussian blobs, class means ``mu = sep * N(0, 1)`` (K, M) drawn
-      first, then ``Phi = mu[y] + Z``.
+      first, then ``Phi = mu[y] + Z``;
+    - ``density`` given: ``Z`` is a CSR matrix with that fraction of standard normal
+      entries (positions drawn by ``scipy.sparse.random(random_state=seed)``).
+
+    Labels: ``"cyclic"``, ``y = l mod K`` (balanced); ``"random"``, uniform draws after
+    ``Z``, then the first ``min(K, L)`` rows set to ``0, ..., K-1`` so every class is present.
 
     Returns
     -------
-    Phi : ndarray (L, M)
+    Phi : ndarray (L, M), or scipy.sparse.csr_matrix with ``density``
     y : ndarray of int (L,)
-        Labels 0, 1, ..., K-1, 0, 1, ...
     K : int
     """
     rng = np.random.default_rng(seed)
@@ -63,7 +69,16 @@ def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=Non
     if sep is not None:
         mu = rng.standard_normal((K, M)) * sep
         return mu[y] + rng.standard_normal((L, M)), y, K
-    Phi = rng.standard_normal((L, M))
+    if density is None:
+        Phi = rng.standard_normal((L, M))
+    else:
+        Phi = sp.random(L, M, density=density, format="csr", random_state=seed,
+                        data_rvs=rng.standard_normal)
+    if labels == "random":
+        y = rng.integers(0, K, size=L)
+        y[:min(K, L)] = np.arange(min(K, L))
+    elif labels != "cyclic":
+        raise ValueError(f"labels must be 'cyclic' or 'random', got {labels!r}")
     if shift:
         Phi = Phi + shift * np.eye(K, M)[y]
     if scale != 1.0:
