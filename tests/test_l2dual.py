@@ -5,6 +5,7 @@ l2 engines (issue 16)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn import datasets
 
 import cvx_reference as cr
 from sparsesvm import _l2dual
@@ -99,7 +100,6 @@ def test_block_step_is_the_exact_block_maximiser(random_problem):
 
 def test_dcd_agrees_with_the_dual_qp_and_pdhg_on_digits():
     # E5's shape in miniature: K = 10, more features than samples; and the reverse
-    datasets = pytest.importorskip("sklearn.datasets")
     X, y = datasets.load_digits(return_X_y=True)
     X = X / 16.0
     for L in (40, 120):
