@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,23 +41,77 @@ def mirror_dir():
     return MIRROR
 
 
-def make_random_problem(seed=0, L=12, M=8, K=3):
-    """Small dense multiclass problem: Phi (L, M) standard normal (seeded), y = l mod K.
+def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=None,
+                        labels="cyclic", density=None):
+    """The tests' one random multiclass problem, drawn from ``numpy.random.default_rng(seed)``.
+
+    Three draws:
+
+    - default: ``Phi = scale * (Z + shift * E[y])``, with ``Z`` (L, M) standard normal
+      and ``E = eye(K, M)`` (class ``k`` moved by ``shift`` along feature ``k``);
+      ``shift=0`` gives plain Gaussian rows, so the hinge is positive at the optimum;
+    - ``sep`` given: Gaussian blobs, class means ``mu = sep * N(0, 1)`` (K, M) drawn
+      first, then ``Phi = mu[y] + Z``;
+    - ``density`` given: ``Z`` is a CSR matrix with that fraction of standard normal
+      entries (positions drawn by ``scipy.sparse.random(random_state=seed)``).
+
+    Labels: ``"cyclic"``, ``y = l mod K`` (balanced); ``"random"``, uniform draws after
+    ``Z``, then the first ``min(K, L)`` rows set to ``0, ..., K-1`` so every class is present.
 
     Returns
     -------
-    Phi : ndarray (L, M)
+    Phi : ndarray (L, M), or scipy.sparse.csr_matrix with ``density``
     y : ndarray of int (L,)
-        Balanced labels 0, 1, ..., K-1, 0, 1, ...
     K : int
     """
     rng = np.random.default_rng(seed)
-    Phi = rng.standard_normal((L, M))
     y = np.arange(L) % K
+    if sep is not None:
+        mu = rng.standard_normal((K, M)) * sep
+        return mu[y] + rng.standard_normal((L, M)), y, K
+    if density is None:
+        Phi = rng.standard_normal((L, M))
+    else:
+        Phi = sp.random(L, M, density=density, format="csr", random_state=seed,
+                        data_rvs=rng.standard_normal)
+    if labels == "random":
+        y = rng.integers(0, K, size=L)
+        y[:min(K, L)] = np.arange(min(K, L))
+    elif labels != "cyclic":
+        raise ValueError(f"labels must be 'cyclic' or 'random', got {labels!r}")
+    if shift:
+        Phi = Phi + shift * np.eye(K, M)[y]
+    if scale != 1.0:
+        Phi = scale * Phi
     return Phi, y, K
 
 
-@pytest.fixture
+def save_blob_features(directory, seed, dtype=np.float64):
+    """Blob features stored as the workflow stores them (``sparsesvm.features``).
+
+    Three classes in 8 features, class ``k`` centred at ``2 e_k``: 6 training rows a class
+    with noise 0.3, then 10 test rows a class with noise 0.8, rows sorted by class.
+
+    Returns
+    -------
+    directory : Path
+    X_train : ndarray (18, 8) of ``dtype``
+    y_train : ndarray of int (18,)
+    X_test : ndarray (30, 8) of ``dtype``
+    y_test : ndarray of int (30,)
+    """
+    from sparsesvm import features
+
+    rng = np.random.default_rng(seed)
+    centers = 2.0 * np.eye(3, 8)
+    y_tr, y_te = np.repeat(np.arange(3), 6), np.repeat(np.arange(3), 10)
+    X_tr = (centers[y_tr] + 0.3 * rng.standard_normal((18, 8))).astype(dtype)
+    X_te = (centers[y_te] + 0.8 * rng.standard_normal((30, 8))).astype(dtype)
+    features.save_features(directory, X_tr, y_tr, X_te, y_te, {"dataset": "blobs"})
+    return directory, X_tr, y_tr, X_te, y_te
+
+
+@pytest.fixture(scope="session")
 def random_problem():
     """The factory :func:`make_random_problem` (``random_problem(seed, L=, M=, K=)``)."""
     return make_random_problem

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 
 import cvx_reference as cr
 from sparsesvm import accelerated as acc
+from sparsesvm.estimators import SparseSVC
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]
@@ -187,12 +188,11 @@ def test_linprog_fallback_gives_the_same_optimum(random_problem, monkeypatch):
 
 
 def test_sparsesvc_accelerated_matches_cvx(random_problem):
-    est = pytest.importorskip("sparsesvm.estimators")
     Phi, y, K = random_problem(seed=9, L=15, M=10)
     L = len(y)
     for method, kw in (("hinge-reg", dict(lam=1 / 0.5)), ("hinge-con", dict(eta=0.5 * L))):
         pstar, _ = cr.solve(method, Phi, y, K, "l1", None, **kw)
-        clf = est.SparseSVC(method=method, penalty="l1", alpha=0.5, solver="accelerated",
+        clf = SparseSVC(method=method, penalty="l1", alpha=0.5, solver="accelerated",
                             stopping="gap", tol=1e-8, trace=True).fit(Phi, y)
         assert clf.converged_
         assert clf.objective_ == pytest.approx(pstar, rel=1e-6)
@@ -201,9 +201,9 @@ def test_sparsesvc_accelerated_matches_cvx(random_problem):
         assert clf.trace_["rel_gap"][-1] <= 1e-8
         assert {"iteration", "time", "rel_change", "objective"} <= set(clf.trace_)
     with pytest.raises(ValueError, match="stopping"):
-        est.SparseSVC(method="hinge-reg", solver="accelerated", stopping="rel_change").fit(Phi, y)
-    with pytest.raises(ValueError):
-        est.SparseSVC(method="hinge-lin", solver="accelerated", stopping="gap").fit(Phi, y)
+        SparseSVC(method="hinge-reg", solver="accelerated", stopping="rel_change").fit(Phi, y)
+    with pytest.raises(ValueError, match="does not support method 'hinge-lin'"):
+        SparseSVC(method="hinge-lin", solver="accelerated", stopping="gap").fit(Phi, y)
 
 
 def test_elastic_slack_of_hinge_con_is_priced_out(random_problem, monkeypatch):

@@ -9,17 +9,17 @@ relative, and its certified relative gap must bound its true suboptimality.
 
 import numpy as np
 import pytest
+from sklearn import datasets
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 import cvx_reference as cr
+from conftest import make_random_problem
 from sparsesvm import accelerated as acc
 
 
 def _digits(n):
     """First n samples of the standardised 70/30 stratified digits training split."""
-    datasets = pytest.importorskip("sklearn.datasets")
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-
     X, y = datasets.load_digits(return_X_y=True)
     Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
     Xtr = StandardScaler().fit(Xtr).transform(Xtr)
@@ -27,27 +27,23 @@ def _digits(n):
 
 
 def _zero_columns():
-    rng = np.random.default_rng(11)
-    Phi = rng.standard_normal((18, 12))
+    Phi, y, K = make_random_problem(11, L=18, M=12, K=3)
     Phi[:, [0, 5, 11]] = 0.0
-    return Phi, np.arange(18) % 3, 3
+    return Phi, y, K
 
 
 def _duplicated_columns():
-    rng = np.random.default_rng(12)
-    Phi = rng.standard_normal((18, 8))
+    Phi, y, K = make_random_problem(12, L=18, M=8, K=3)
     Phi = np.hstack([Phi, Phi[:, [1, 4]], -Phi[:, [2]]])  # copies, and a negated copy
-    return Phi, np.arange(18) % 3, 3
+    return Phi, y, K
 
 
 def _conflicting_samples():
     # three samples repeated with another label each: no classifier fits them all
-    rng = np.random.default_rng(13)
-    Phi = rng.standard_normal((15, 10))
-    y = np.arange(15) % 3
+    Phi, y, K = make_random_problem(13, L=15, M=10, K=3)
     Phi = np.vstack([Phi, Phi[:3]])
-    y = np.concatenate([y, (y[:3] + 1) % 3])
-    return Phi, y, 3
+    y = np.concatenate([y, (y[:3] + 1) % K])
+    return Phi, y, K
 
 
 CASES = {

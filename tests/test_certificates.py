@@ -162,11 +162,10 @@ def test_feasible_scaling_matches_grid_search():
 
 @pytest.mark.parametrize("pen,grp", PENALTIES)
 def test_geometry_prox_matches_core_penalties(pen, grp):
-    penalties = pytest.importorskip("sparsesvm.penalties")
     rng = np.random.default_rng(4)
     M, K = 11, 3
     geo = GroupGeometry(pen, grp, M, K)
-    P = penalties.make_penalty(pen, grp, M, K)
+    P = make_penalty(pen, grp, M, K)
     X = rng.standard_normal((M + 1, K))
     for step in (0.05, 0.7, 3.0):
         assert np.allclose(geo.prox(X[:-1], step), P.prox(X, step)[:-1], atol=1e-12)

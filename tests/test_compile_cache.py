@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import make_random_problem
 
 from sparsesvm import _kernels, solvers
 from sparsesvm.operator import MulticlassOperator
@@ -109,12 +110,8 @@ def test_cache_dir_resolution(monkeypatch, tmp_path):
 
 # --------------------------------------------------------------------------- one clock
 
-def _problem(M=30):
-    rng = np.random.default_rng(1)
-    L, K = 24, 3
-    y = np.arange(L) % K
-    Phi = rng.normal(size=(L, M)) + np.eye(K)[y] @ rng.normal(size=(K, M))
-    return Phi, y, K
+def _problem():
+    return make_random_problem(1, L=24, M=30, K=3, sep=1.0)
 
 
 PAUSE = 0.3

@@ -16,13 +16,12 @@ from sparsesvm import CrammerSingerSVC, SparseSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cvx_reference  # noqa: E402
+from conftest import make_random_problem  # noqa: E402
 
 
-def blobs(seed=0, L=30, M=8, K=3, sep=2.0):
-    rng = np.random.default_rng(seed)
-    y = np.arange(L) % K
-    mu = rng.standard_normal((K, M)) * sep
-    return mu[y] + rng.standard_normal((L, M)), y
+def blobs(seed=0, K=3):
+    """Gaussian blobs, 30 rows of 8 features: (X, y)."""
+    return make_random_problem(seed, L=30, M=8, K=K, sep=2.0)[:2]
 
 
 FAST = dict(tol=1e-4, max_iter=800)
@@ -243,12 +242,49 @@ def test_crammer_singer_binary_is_symmetric_split():
 # --------------------------------------------------------------------------- #
 # package level
 # --------------------------------------------------------------------------- #
-def test_package_exports_and_source_hash(tmp_path):
+def _sha256_of_tree(root):
+    """The documented digest, written here from the docstring: sorted relative
+    POSIX paths of the ``.py`` files outside ``__pycache__``, each as path, NUL,
+    bytes, NUL."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for rel in sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")
+                      if "__pycache__" not in p.relative_to(root).parts):
+        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def test_package_exports_and_source_hash(tmp_path, monkeypatch):
+    import shutil
+
     assert isinstance(sparsesvm.__version__, str) and sparsesvm.__version__
-    h = sparsesvm.source_hash()
-    assert len(h) == 64 and int(h, 16) >= 0
-    assert sparsesvm.source_hash() == h
     assert {"SparseSVC", "CrammerSingerSVC", "__version__", "source_hash"} <= set(sparsesvm.__all__)
+    h = sparsesvm.source_hash()
+    assert len(h) == 64 and set(h) <= set("0123456789abcdef")
+    assert h == _sha256_of_tree(Path(sparsesvm.__file__).resolve().parent)
+
+    # on a copy of the package: an edit, a rename and a new module change the hash;
+    # a byte-code cache and a non-.py file do not
+    pkg = tmp_path / "sparsesvm"
+    shutil.copytree(Path(sparsesvm.__file__).resolve().parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(sparsesvm, "__file__", str(pkg / "__init__.py"))
+    seen = {sparsesvm.source_hash()}
+    assert seen == {h}
+    (pkg / "__pycache__").mkdir(exist_ok=True)
+    (pkg / "__pycache__" / "x.py").write_text("# cached\n")
+    (pkg / "notes.txt").write_text("not source\n")
+    assert sparsesvm.source_hash() == h
+    mod = pkg / "operator.py"
+    mod.write_bytes(mod.read_bytes() + b"\n")
+    seen.add(sparsesvm.source_hash())
+    mod.rename(pkg / "operator2.py")
+    seen.add(sparsesvm.source_hash())
+    (pkg / "extra.py").write_text("")
+    seen.add(sparsesvm.source_hash())
+    assert len(seen) == 4
+    assert sparsesvm.source_hash() == _sha256_of_tree(pkg)
 
 
 def test_import_is_light():

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import save_blob_features
 from sparsesvm.experiments import aggregate, figures, runner, tables
 
 # --------------------------------------------------------------------------- synthetic records
@@ -117,7 +118,7 @@ def test_write_json_atomic_roundtrip_and_no_partial_file(tmp_path):
     runner.write_json_atomic(path, {"x": np.float64(1.5), "y": [1, 2]})
     assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
     # a failing write leaves the previous file untouched and no temporary behind
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
         runner.write_json_atomic(path, {"x": object()})
     assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
     assert sorted(p.name for p in path.parent.iterdir()) == ["r.json"]
@@ -135,14 +136,6 @@ def test_count_weights_exact_zeros_and_threshold():
     assert c["n_weights_above_1e-5_per_class"] == [1, 1, 2]
     with pytest.raises(ValueError, match="2-D"):
         runner.count_weights(np.zeros(3))
-
-
-def test_save_load_coef(tmp_path):
-    a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    p = runner.save_coef(tmp_path / "c.npz", a)
-    b = runner.load_coef(p)
-    assert b.dtype == np.float64 and np.array_equal(a, b)
-    assert [q.name for q in tmp_path.iterdir()] == ["c.npz"]
 
 
 # --------------------------------------------------------------------------- aggregate
@@ -459,38 +452,11 @@ def test_figures_saved_as_png_and_pdf(tmp_path):
                                            dpi=60))
 
 
-def test_captions(tmp_path):
-    df = aggregate.records_to_frame(_e2_records())
-    text = figures.caption("figure1", df, band="iqr")
-    assert "interquartile" in text and "trial-and-error" in text and "kymatio" in text
-    assert "3 at L = 30" in text
-    assert "liblinear" in figures.caption("figure4")
-    with pytest.raises(ValueError, match="caption kind"):
-        figures.caption("figure9")
-    p = figures.write_caption(tmp_path / "c" / "fig1.rst", text)
-    assert p.read_text() == text + "\n"
-
-
 # --------------------------------------------------------------------------- run_job end to end
-
-def _blobs(rng, n_per_class, centers, noise=0.3):
-    X = np.concatenate([c + noise * rng.standard_normal((n_per_class, centers.shape[1])) for c in centers])
-    y = np.repeat(np.arange(len(centers)), n_per_class)
-    return X, y
-
 
 @pytest.fixture(scope="module")
 def tiny_features(tmp_path_factory):
-    from sparsesvm import features
-
-    rng = np.random.default_rng(0)
-    centers = np.zeros((3, 8))
-    centers[0, 0], centers[1, 1], centers[2, 2] = 2.0, 2.0, 2.0
-    Xtr, ytr = _blobs(rng, 6, centers)
-    Xte, yte = _blobs(rng, 10, centers, noise=0.8)
-    d = tmp_path_factory.mktemp("features")
-    features.save_features(d, Xtr, ytr, Xte, yte, {"dataset": "blobs"})
-    return d, Xtr, ytr, Xte, yte
+    return save_blob_features(tmp_path_factory.mktemp("features"), 0)
 
 
 def _check_record(rec, coef_full, Xte, yte, n_train):

@@ -160,7 +160,7 @@ def test_known_class_counts_are_the_real_data(mirror_dir):
 
 @pytest.mark.parametrize("umask", [0o022, 0o002])
 def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
-    """Job records, coefficients, features, subsets: 0o666 & ~umask like every other
+    """Job records, features, subsets: 0o666 & ~umask like every other
     output (0644 with umask 022), not mkstemp's owner-only 0600."""
     from sparsesvm import features, subsets
     from sparsesvm.experiments import runner
@@ -169,10 +169,7 @@ def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
     try:
         plain = tmp_path / "plain.txt"
         plain.write_text("x")
-        files = [
-            runner.write_json_atomic(tmp_path / "runs" / "job.json", {"a": 1}),
-            runner.save_coef(tmp_path / "coef.npz", np.zeros((2, 3))),
-        ]
+        files = [runner.write_json_atomic(tmp_path / "runs" / "job.json", {"a": 1})]
         subsets.save_subsets(tmp_path / "subsets.npz", np.zeros((1, 2), dtype=np.int64))
         files.append(tmp_path / "subsets.npz")
         features.save_features(tmp_path / "features", np.zeros((2, 3)), [0, 1], np.zeros((1, 3)), [1])
@@ -193,7 +190,7 @@ def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
 def test_atomic_path_leaves_nothing_on_error(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="killed"):
         with datasets.atomic_path(target) as tmp:
             Path(tmp).write_text("half")
             raise RuntimeError("killed")

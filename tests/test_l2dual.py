@@ -2,9 +2,11 @@
 free biases by the method of multipliers, against CVXPY/Clarabel and the other
 l2 engines (issue 16)."""
 
+import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn import datasets
 
 import cvx_reference as cr
 from sparsesvm import _l2dual
@@ -73,7 +75,6 @@ def test_numba_and_numpy_sweeps_take_the_same_steps(random_problem):
 def test_block_step_is_the_exact_block_maximiser(random_problem):
     # one step on one sample maximises the augmented Lagrangian over that block:
     # compare with CVXPY on the block (a quadratic over lam * simplex)
-    cp = pytest.importorskip("cvxpy")
     Phi, y, K = random_problem(5, L=10, M=6, K=4)
     op = MulticlassOperator(Phi, y, K)
     st = _l2dual._State(op, 0.8, 0.5, use_numba=False)
@@ -99,7 +100,6 @@ def test_block_step_is_the_exact_block_maximiser(random_problem):
 
 def test_dcd_agrees_with_the_dual_qp_and_pdhg_on_digits():
     # E5's shape in miniature: K = 10, more features than samples; and the reverse
-    datasets = pytest.importorskip("sklearn.datasets")
     X, y = datasets.load_digits(return_X_y=True)
     X = X / 16.0
     for L in (40, 120):

@@ -5,20 +5,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from conftest import make_random_problem
 from sparsesvm.operator import MulticlassOperator
 
 
 def make_problem(L, M, K, seed=0, density=None):
-    rng = np.random.default_rng(seed)
-    if density is None:
-        Phi = rng.normal(size=(L, M))
-    else:
-        Phi = sp.random(L, M, density=density, format="csr", random_state=seed,
-                        data_rvs=rng.standard_normal)
-    y = rng.integers(0, K, size=L)
-    m = min(K, L)
-    y[:m] = np.arange(m)  # every class present when L >= K
-    return Phi, y
+    """Random labels (every class present when L >= K), dense or sparse rows: (Phi, y)."""
+    return make_random_problem(seed, L, M, K, labels="random", density=density)[:2]
 
 
 def explicit_matrix(Phi, y, K):

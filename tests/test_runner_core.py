@@ -11,21 +11,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsesvm import core, features
+from conftest import save_blob_features
+from sparsesvm import core
 from sparsesvm.experiments import runner
 
 
 @pytest.fixture(scope="module")
 def blob_features(tmp_path_factory):
-    """3 classes x 6 training rows, 30 test rows, 8 features, stored as the workflow does."""
-    rng = np.random.default_rng(1)
-    centers = 2.0 * np.eye(3, 8)
-    y_tr, y_te = np.repeat(np.arange(3), 6), np.repeat(np.arange(3), 10)
-    X_tr = (centers[y_tr] + 0.3 * rng.standard_normal((18, 8))).astype(np.float32)
-    X_te = (centers[y_te] + 0.8 * rng.standard_normal((30, 8))).astype(np.float32)
-    d = tmp_path_factory.mktemp("features")
-    features.save_features(d, X_tr, y_tr, X_te, y_te, {"dataset": "blobs"})
-    return d, X_tr, y_tr, X_te, y_te
+    """3 classes x 6 training rows, 30 test rows, 8 features (float32), stored as the workflow does."""
+    return save_blob_features(tmp_path_factory.mktemp("features"), 1, np.float32)
 
 
 def _run(code, *args):

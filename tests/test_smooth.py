@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import cvx_reference as cr
+from conftest import make_random_problem
 from sparsesvm import SparseSVC
 from sparsesvm import solvers as S
 from sparsesvm.certificates import GroupGeometry, smooth_gap
@@ -23,11 +24,9 @@ CASES = [(m, p, g) for m in ("square", "logit", "ova") for p, g in PENALTIES
          if not (m == "ova" and g == "features")]
 
 
-def _problem(seed=0, L=18, M=7, K=3, scale=1.0):
-    rng = np.random.default_rng(seed)
-    y = np.arange(L) % K
-    Phi = scale * (rng.standard_normal((L, M)) + 0.7 * np.eye(K, M)[y])
-    return Phi, y, K
+def _problem(seed=0, scale=1.0):
+    """18 rows, 7 features, 3 classes shifted by 0.7: (Phi, y, K)."""
+    return make_random_problem(seed, L=18, M=7, K=3, shift=0.7, scale=scale)
 
 
 _OPT = {}

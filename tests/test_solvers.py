@@ -27,6 +27,7 @@ from sparsesvm.penalties import make_penalty
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cvx_reference as C  # noqa: E402
+from conftest import make_random_problem  # noqa: E402
 
 L, M, K = 18, 5, 3
 LAM = 1.0
@@ -41,12 +42,9 @@ def pd_iters(penalty):
     return 30000 if penalty in POLYHEDRAL else 10000
 
 
-def make_problem(seed=1, L=L, M=M, K=K, sep=0.5):
-    """Overlapping Gaussian classes (not separable: the hinge is > 0 at the optimum)."""
-    rng = np.random.default_rng(seed)
-    y = np.arange(L) % K
-    mu = rng.standard_normal((K, M)) * sep
-    return mu[y] + rng.standard_normal((L, M)), y
+def make_problem(seed=1, L=L, M=M):
+    """Overlapping Gaussian classes (not separable: the hinge is > 0 at the optimum): (Phi, y)."""
+    return make_random_problem(seed, L=L, M=M, K=K, sep=0.5)[:2]
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,14 @@ upper bound), and the rule costs what it says.
 import numpy as np
 import pytest
 
+from conftest import make_random_problem
 from cvx_reference import solve as cvx_solve
 from sparsesvm import SparseSVC
 
 
-def _problem(seed=0, L=24, M=6, K=3):
-    rng = np.random.default_rng(seed)
-    y = np.arange(L) % K
-    X = rng.standard_normal((L, M)) + 0.8 * np.eye(K, M)[y]
-    return X, y
+def _problem(seed=0):
+    """24 rows, 6 features, 3 classes shifted by 0.8: (X, y)."""
+    return make_random_problem(seed, L=24, M=6, K=3, shift=0.8)[:2]
 
 
 @pytest.mark.parametrize("penalty,groups", [("l1", None), ("l1inf", 2), ("l2", None)])

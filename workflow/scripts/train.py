@@ -1,21 +1,14 @@
 """One training job: fit on one subset, evaluate on the whole test split, write the record."""
 import sys
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
+import _job  # workflow/scripts/_job.py: Snakemake puts the script's directory on sys.path
 
-import os
-
-# One BLAS thread per job (threads: 1): set before numpy is imported, and enforced below.
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-            "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[var] = str(snakemake.threads)  # noqa: F821
+_job.start(snakemake)  # noqa: F821 (injected): the log first, then the threads, before numpy
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from sparsesvm.experiments.runner import run_job, write_json_atomic
 
-threadpool_limits(snakemake.threads)  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 s = snakemake.params.settings  # noqa: F821
 subset = np.load(snakemake.input.subset) if w.L != "all" else None  # noqa: F821

@@ -2,22 +2,16 @@
 on the held-out fold, write the record (with the test errors of that fit, unused)."""
 import sys
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
+import _job  # workflow/scripts/_job.py: Snakemake puts the script's directory on sys.path
 
-import os
-
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-            "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[var] = str(snakemake.threads)  # noqa: F821
+_job.start(snakemake)  # noqa: F821 (injected): the log first, then the threads, before numpy
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from sparsesvm import features
 from sparsesvm.experiments import cv
 from sparsesvm.experiments.runner import run_job, write_json_atomic
 
-threadpool_limits(snakemake.threads)  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 s = snakemake.params.settings  # noqa: F821
 fdir = snakemake.input.features  # noqa: F821

@@ -39,8 +39,6 @@ __all__ = [
     "l2_timing_figure",
     "make_l2_timing_figure",
     "save_figure",
-    "caption",
-    "write_caption",
     "curve_styles",
 ]
 
@@ -485,82 +483,3 @@ def make_l2_timing_figure(df, sparse_df=None, title=None):
 def l2_timing_figure(df, path_png, path_pdf, title=None, sparse_df=None, dpi=150):
     """Build (:func:`make_l2_timing_figure`) and save Figure 4; returns ``(png, pdf)`` paths."""
     return save_figure(make_l2_timing_figure(df, sparse_df=sparse_df, title=title), path_png, path_pdf, dpi=dpi)
-
-
-# --------------------------------------------------------------------------- captions
-
-def _dataset_notes(df):
-    notes = []
-    names = " ".join(str(v).lower() for v in df["dataset"].dropna().unique()) if "dataset" in df.columns else ""
-    if "mnist" in names:
-        notes.append("MNIST features: kymatio Scattering2D(J=2, L=8), 81 channels of 7x7 (M = 3969), "
-                     "not the paper's oversampled 14x14 ScatNet maps (M = 15876).")
-    if "news" in names or "20ng" in names:
-        notes.append("20 Newsgroups features: TF-IDF built with scikit-learn from the raw bydate documents, "
-                     "26214 most frequent training terms (the paper used a preprocessed copy).")
-    return notes
-
-
-def _subset_note(df):
-    if "subset" not in df.columns or "L" not in df.columns:
-        return ""
-    n = df.groupby("L")["subset"].nunique()
-    parts = ", ".join(f"{int(c)} at L = {int(L)}" for L, c in n.items())
-    return f"Training subsets (class-balanced, fixed seed): {parts}."
-
-
-def caption(kind, df=None, band="sd"):
-    """Caption text for a table or figure (plain text, valid reStructuredText).
-
-    Parameters
-    ----------
-    kind : {"table1", "figure1", "figure2", "figure3", "figure4"}
-    df : pandas.DataFrame, optional
-        The records behind it; adds the numbers of subsets and dataset notes.
-    band : {"sd", "iqr"}
-        The band used in Figures 1/2.
-
-    Returns
-    -------
-    str
-    """
-    base = {
-        "table1": ("Table 1 (leukemia, E1): test errors at the best alpha out of the whole test split, and "
-                   "non-zero weights per class (a+b+c), for each regulariser (rows) and method (columns). "
-                   "Exact zeros are counted (all methods return a proximal output)."),
-        "figure1": ("Figure 1 (MNIST, E2): test error (%) and percentage of zero weights vs alpha (log scale), "
-                    "l1inf regularisation with groups of the 81 scattering channels of one position, one panel "
-                    f"pair per training size L. Lines: mean over training subsets; shaded band: {BANDS.get(band, band)}."),
-        "figure2": ("Figure 2 (20 Newsgroups, E3): test error (%) and percentage of zero weights vs alpha (log "
-                    "scale), l12 regularisation with across-class groups (one feature's weights in all classes), "
-                    f"one panel pair per L. Lines: mean over training subsets; shaded band: {BANDS.get(band, band)}."),
-        "figure3": ("Figure 3 (MNIST, E4, l1inf): top, mean fit time (s, solver loop only) vs alpha, log-log, one "
-                    "line per method and solver; bottom, relative distance ||X_i - X_inf||_F / ||X_inf||_F to the "
-                    "solution at tol 1e-5 vs time (s) at each method's best alpha, one line per training subset "
-                    "(not for ova)."),
-        "figure4": ("Figure 4 (MNIST, E5, l2, tol 1e-3): mean fit time (s) vs alpha for hinge-reg, hinge-con and "
-                    "the liblinear Crammer-Singer peer (scikit-learn LinearSVC, which regularises the bias), one "
-                    "panel per L; last panel, number of weights with |w| > 1e-5 at the best alpha for l2 vs l1inf "
-                    "at the largest L."),
-    }
-    if kind not in base:
-        raise ValueError(f"unknown caption kind {kind!r}; expected one of {sorted(base)}")
-    text = [base[kind]]
-    if kind != "table1":
-        text.append(f"Circles: {BEST_ALPHA_RULE}, i.e. fewest mean test errors over subsets.")
-    else:
-        text.append(f"Selection: {BEST_ALPHA_RULE}.")
-    if df is not None:
-        note = _subset_note(df)
-        if note and kind != "table1":
-            text.append(note)
-        text.extend(_dataset_notes(df))
-    return " ".join(text)
-
-
-def write_caption(path, text):
-    """Write a caption (e.g. for Snakemake's ``report(caption=...)``); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text.rstrip() + "\n", encoding="utf-8")
-    return path

@@ -45,8 +45,6 @@ __all__ = [
     "run_job",
     "write_json_atomic",
     "read_json",
-    "save_coef",
-    "load_coef",
     "to_jsonable",
     "count_weights",
 ]
@@ -151,39 +149,6 @@ def read_json(path):
         return json.load(fh)
 
 
-def save_coef(path, coef_full):
-    """Save a ``(n_classes, n_features + 1)`` coefficient matrix to ``.npz`` atomically.
-
-    The last column holds the biases (``intercept_``). Used to keep the
-    tol = 1e-5 solution of E4 as the reference ``X_inf`` of the distance traces.
-
-    Parameters
-    ----------
-    path : str or path-like
-        Destination ``.npz`` file.
-    coef_full : array_like, shape (n_classes, n_features + 1)
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    coef_full = np.asarray(coef_full, dtype=np.float64)
-    if coef_full.ndim != 2:
-        raise ValueError(f"coef_full must be 2-D (n_classes, n_features + 1), got shape {coef_full.shape}")
-    path = Path(path)
-    with atomic_path(path, ".tmp.npz") as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, coef_full=coef_full)
-    return path
-
-
-def load_coef(path):
-    """Load a matrix written by :func:`save_coef`; returns float64 ``(n_classes, n_features + 1)``."""
-    with np.load(path) as data:
-        if "coef_full" not in data:
-            raise ValueError(f"{path}: no array named 'coef_full' (not written by save_coef)")
-        return np.array(data["coef_full"], dtype=np.float64)
-
-
 # --------------------------------------------------------------------------- counting
 
 def count_weights(coef, threshold=WEIGHT_THRESHOLD):
@@ -277,7 +242,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     reference_coef : array_like or None
         Reference solution passed to :class:`sparsesvm.SparseSVC` so that the trace
         carries ``rel_dist`` = ||X_i - X_inf|| / ||X_inf|| (E4), in the layout
-        returned by this function as ``coef_full`` (see :func:`load_coef`).
+        returned by this function as ``coef_full``.
     **meta
         Extra fields copied into the record (JSON-serialisable), e.g.
         ``dataset``, ``experiment``, ``subset`` (default 0), ``L``. ``L`` is

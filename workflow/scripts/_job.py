@@ -1,0 +1,43 @@
+"""The start of every training job script: its log, then its threads.
+
+Snakemake puts this directory on the job's ``sys.path``, so the job scripts
+(``train.py``, ``train_cv.py``, ``trace.py``) begin with::
+
+    import _job
+
+    _job.start(snakemake)
+
+This module imports nothing heavy at import time: the thread variables must be
+in the environment before numpy (and its BLAS) is first imported.
+"""
+import os
+import sys
+
+#: Variables read by the BLAS / OpenMP pools when they load.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def start(snakemake):
+    """Send stderr to the job's log, then pin the job to its ``threads``.
+
+    Parameters
+    ----------
+    snakemake : snakemake.script.Snakemake
+        The object Snakemake injects into the script; ``log[0]`` and ``threads`` are read.
+
+    Notes
+    -----
+    The log is opened first (line-buffered), so that an error in what follows is
+    in it. One BLAS thread per job (``threads: 1``): the variables are set before
+    numpy is imported, and ``threadpool_limits`` enforces the count on the pools
+    loaded with numpy.
+    """
+    sys.stderr = open(snakemake.log[0], "w", buffering=1)
+    for var in THREAD_VARS:
+        os.environ[var] = str(snakemake.threads)
+
+    import numpy  # noqa: F401  (loads the BLAS under the variables above)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(snakemake.threads)
