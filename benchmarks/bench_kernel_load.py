@@ -1,0 +1,79 @@
+"""What the compiled kernels cost a fresh process: importing numba, loading (or compiling) the
+kernels, and a short hinge-reg fit's CPU time against its ``fit_time_``.
+
+Each measurement runs in a new Python process, as a workflow job does, with one BLAS thread:
+first with an empty cache directory (the kernels are compiled), then ``--repeats`` times with
+the cache that run filled (the kernels are loaded). ``--src`` measures another checkout's
+package (e.g. an older commit) the same way. JSON lines out, one per process.
+
+    python benchmarks/bench_kernel_load.py --repeats 3
+    python benchmarks/bench_kernel_load.py --src /path/to/old/checkout/src --what fit
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LOAD = """
+import json, resource
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+c0 = cpu(); import numba; c1 = cpu()
+from sparsesvm import _kernels
+k = _kernels._load(); c2 = cpu()
+fns = [getattr(k, n) for n in ("step", "simplex_step", "epigraph_step") if hasattr(k, n)]
+print(json.dumps({"import_numba_cpu_s": round(c1 - c0, 3), "load_kernels_cpu_s": round(c2 - c1, 3),
+                  "n_kernels": len(fns), "cache_misses": sum(sum(f.stats.cache_misses.values()) for f in fns)}))
+"""
+
+FIT = """
+import json, resource
+import numpy as np
+from sparsesvm import SparseSVC
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+rng = np.random.default_rng(0)
+L, M, K = 30, 3969, 10          # E2's smallest training set, scattering features
+y = np.arange(L) % K
+X = rng.normal(size=(L, M)).astype(np.float32)
+c0 = cpu()
+clf = SparseSVC(method="hinge-reg", penalty="l1inf", groups=81, alpha=0.1, max_iter=5).fit(X, y)
+c1 = cpu()
+print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s": round(c1 - c0, 3),
+                  "fit_time_s": round(clf.fit_time_, 4), "n_iter": int(clf.n_iter_)}))
+"""
+
+
+def run(code, src, cache):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               XDG_CACHE_HOME=cache)
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("SPARSESVM_CACHE_DIR", None)
+    if src:
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=tempfile.gettempdir())
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3, help="warm-cache processes per measurement")
+    ap.add_argument("--src", default=None, help="a checkout's src/ directory to measure instead")
+    ap.add_argument("--what", choices=["load", "fit", "both"], default="both")
+    args = ap.parse_args(argv)
+    codes = {"load": LOAD, "fit": FIT}
+    for what in (["load", "fit"] if args.what == "both" else [args.what]):
+        with tempfile.TemporaryDirectory() as cache:
+            for i in range(1 + args.repeats):
+                rec = run(codes[what], args.src, cache)
+                rec.update(what=what, cache="cold" if i == 0 else "warm")
+                print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main()
