@@ -56,6 +56,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from . import _kernels
 from ._sparse import issparse
 
 from .projections import _project_epigraph_hinge, _project_halfspace, _project_simplex
@@ -271,10 +272,8 @@ class _PrimalStep:
     """
 
     def __init__(self, penalty, X0, tau=None):
-        from ._kernels import fused_step
-
         self.penalty, self.tau = penalty, tau  # tau may be set later (after the clock starts)
-        self.fused = fused_step(penalty, X0.size)  # compiles or loads the kernel: not timed
+        self.fused = _kernels.fused_step(penalty, X0.size)  # compiles or loads the kernel: not timed
         self.measure = _RelChange(X0)
 
     def __call__(self, X, V):
@@ -285,18 +284,6 @@ class _PrimalStep:
         V += X
         Xn = self.penalty.prox(V, self.tau, check_input=False)
         return Xn, self.measure(Xn, X)
-
-
-def _kernel_simplex_step(size):
-    from ._kernels import simplex_step
-
-    return simplex_step(size)
-
-
-def _kernel_epigraph_step(size):
-    from ._kernels import epigraph_step
-
-    return epigraph_step(size)
 
 
 def _dual_rel_change(Yn, Y):
@@ -423,7 +410,7 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     shape = (op.n_features + 1, op.n_classes)
     X = np.zeros(shape)
     primal = _PrimalStep(penalty, X)
-    dual = _kernel_simplex_step(X.size)  # compiled dual update, or None (numpy)
+    dual = _kernels.simplex_step(X.size)  # compiled dual update, or None (numpy)
     clock = _Clock()
     tau, sigma = _pd_steps(op.norm(), step_ratio)
     primal.tau = tau
@@ -527,7 +514,7 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     L = op.n_samples
     X = np.zeros((op.n_features + 1, op.n_classes))
     primal = _PrimalStep(penalty, X)
-    dual = _kernel_epigraph_step(X.size)  # compiled dual update, or None (numpy)
+    dual = _kernels.epigraph_step(X.size)  # compiled dual update, or None (numpy)
     clock = _Clock()
     tau, sigma = _pd_steps(max(op.norm(), 1.0), step_ratio)
     primal.tau = tau

@@ -1,7 +1,7 @@
-"""The start of every training job script: its log, then its threads.
+"""The start of every job script that computes (features, training): its log, then its threads.
 
 Snakemake puts this directory on the job's ``sys.path``, so the job scripts
-(``train.py``, ``train_cv.py``, ``trace.py``) begin with::
+(``features.py``, ``train.py``, ``train_cv.py``, ``trace.py``) begin with::
 
     import _job
 

@@ -1,19 +1,15 @@
 """Features of one dataset: leukemia phi(u) = u, MNIST scattering (kymatio), News20 TF-IDF."""
-import sys
+import _job
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
+_job.start(snakemake)  # noqa: F821 (snakemake is injected): the log, then the job's threads
 
 import os
-
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(snakemake.threads)  # noqa: F821
+import sys
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from sparsesvm import datasets, features
 
-threadpool_limits(snakemake.threads)  # noqa: F821
 dataset = snakemake.wildcards.dataset  # noqa: F821
 inp = snakemake.input  # noqa: F821
 opts = snakemake.params.options  # noqa: F821
