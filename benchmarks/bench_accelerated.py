@@ -58,7 +58,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from sparsesvm import accelerated as acc  # noqa: E402
+from sparsesvm.solvers.accelerated import hinge as acc  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -102,7 +102,7 @@ INGREDIENTS = {
 def load_leukemia(data):
     """Standardised leukemia training set: Phi (38, 7129), y in {0: ALL-B, 1: ALL-T, 2: AML}."""
     try:
-        from sparsesvm import datasets
+        from sparsesvm.data import datasets
 
         ds = datasets.load_leukemia(data / "leukemia" / "data_set_ALL_AML_train.tsv",
                                     data / "leukemia" / "data_set_ALL_AML_independent.tsv",
@@ -132,7 +132,7 @@ def load_mnist100(data, per_class=10, seed=0):
     idx = np.concatenate([rng.choice(np.flatnonzero(labels == k), per_class, replace=False)
                           for k in range(10)])
     try:
-        from sparsesvm import features
+        from sparsesvm.data import features
 
         F = features.scattering(images[idx], J=2, L=8, progress=False)
     except Exception:  # position-major kymatio scattering, computed here

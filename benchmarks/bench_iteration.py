@@ -20,7 +20,7 @@ it reports
   ``ratio = iter / floor`` (target <= 1.25),
   the median of ``--repeats`` (floor, run) pairs taken back to back;
 * both primal-update paths (``--paths``): ``numba``, the compiled fused step
-  of :mod:`sparsesvm._kernels`, and ``numpy``, in the same run;
+  of :mod:`sparsesvm.solvers._kernels`, and ``numpy``, in the same run;
 * time and iterations to the paper's stop (relative change <= 1e-5, cap
   ``--max-iter``) and, with ``--cvxpy``, the relative objective gap to CVXPY's
   optimum at that point (Clarabel; slow: minutes for news20).
@@ -55,9 +55,10 @@ import scipy.sparse as sp
 #: ``--clock cpu``, robust to a shared machine's load) or ``time.perf_counter`` (wall)
 CLOCK = time.process_time
 
-from sparsesvm import _kernels, solvers
-from sparsesvm.operator import MulticlassOperator
-from sparsesvm.penalties import make_penalty
+from sparsesvm import solvers
+from sparsesvm.solvers import _kernels
+from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.penalties import make_penalty
 
 
 # --------------------------------------------------------------------------- #

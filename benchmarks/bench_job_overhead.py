@@ -27,7 +27,7 @@ subset file, ``run_job``, ``write_json_atomic``) and reports, per method,
 The problem is E2's shape: MNIST scattering features (M = 3969 = 81 channels x
 49 positions, position-major, float32), K = 10, L = 30 (3 per class), the whole
 10000-image test split, l1,inf with groups of 81, stored by
-:func:`sparsesvm.features.save_features` like the workflow stores them (dense
+:func:`sparsesvm.data.features.save_features` like the workflow stores them (dense
 ``.npy``, ``rows_train.npy`` mapping official training indices to stored
 rows). The features are synthetic (non-negative, class-structured; the real
 ones need kymatio and the MNIST files), so fit times are indicative only; the
@@ -123,7 +123,7 @@ def make_features(directory, n_stored=3000, seed=0):
     """
     import numpy as np
 
-    from sparsesvm import features
+    from sparsesvm.data import features
 
     rng = np.random.default_rng(seed)
     M = CHANNELS * POSITIONS

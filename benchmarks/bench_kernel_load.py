@@ -23,7 +23,7 @@ import json, resource
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
 c0 = cpu(); import numba; c1 = cpu()
-from sparsesvm import _kernels
+from sparsesvm.solvers import _kernels
 k = _kernels._load(); c2 = cpu()
 fns = [getattr(k, n) for n in ("step", "simplex_step", "epigraph_step") if hasattr(k, n)]
 print(json.dumps({"import_numba_cpu_s": round(c1 - c0, 3), "load_kernels_cpu_s": round(c2 - c1, 3),

@@ -8,7 +8,7 @@ alpha = 1 (lambda = 1 / alpha). For every L of ``--sizes``, in the same run:
 * ``accelerated``: ``SparseSVC(solver="accelerated", stopping="gap")`` through
   ``accelerated.hinge_reg`` with ``tol = 1e-4`` (certified relative gap), the
   engine chosen by ``inner="auto"``, and with ``inner="dcd"`` forced (the dual
-  coordinate descent of :mod:`sparsesvm._l2dual`);
+  coordinate descent of :mod:`sparsesvm.solvers.accelerated.l2dual`);
 * ``paper``: the paper's Algorithm 1 (``SparseSVC(method="hinge-reg",
   penalty="l2", tol=1e-3)``, E5's setting; ``--no-paper`` skips it);
 * ``liblinear``: ``LinearSVC(multi_class="crammer_singer", C = 1 / alpha)`` at
@@ -50,9 +50,11 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from sparsesvm import _l2dual, accelerated, features  # noqa: E402
-from sparsesvm.certificates import hinge_losses  # noqa: E402
-from sparsesvm.operator import MulticlassOperator  # noqa: E402
+from sparsesvm.solvers.accelerated import l2dual as _l2dual  # noqa: E402
+from sparsesvm.solvers.accelerated import hinge as accelerated  # noqa: E402
+from sparsesvm.data import features  # noqa: E402
+from sparsesvm.model.certificates import hinge_losses  # noqa: E402
+from sparsesvm.model.operator import MulticlassOperator  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -1,4 +1,4 @@
-"""Certified smooth-baseline solver (sparsesvm.smooth) against an anchor, same problems, one run.
+"""Certified smooth-baseline solver (sparsesvm.solvers.accelerated.smooth) against an anchor, same problems, one run.
 
 Times ``SparseSVC(method, solver="accelerated", tol=TOL)`` (certified relative duality gap)
 against CVXPY + Clarabel (the generic anchor: it solves the same problem, offsets mu = 1
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def leukemia(mirror):
-    from sparsesvm.datasets import load_leukemia
+    from sparsesvm.data.datasets import load_leukemia
 
     d = Path(mirror) / "leukemia"
     ds = load_leukemia(d / "data_set_ALL_AML_train.tsv", d / "data_set_ALL_AML_independent.tsv",

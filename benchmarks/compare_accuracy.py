@@ -54,7 +54,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sparsesvm import SparseSVC, datasets, features, subsets  # noqa: E402
+from sparsesvm import SparseSVC  # noqa: E402
+from sparsesvm.data import datasets  # noqa: E402
+from sparsesvm.data import features  # noqa: E402
+from sparsesvm.data import subsets  # noqa: E402
 from sparsesvm.experiments.aggregate import best_alpha  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -87,7 +87,7 @@ def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=Non
 
 
 def save_blob_features(directory, seed, dtype=np.float64):
-    """Blob features stored as the workflow stores them (``sparsesvm.features``).
+    """Blob features stored as the workflow stores them (``sparsesvm.data.features``).
 
     Three classes in 8 features, class ``k`` centred at ``2 e_k``: 6 training rows a class
     with noise 0.3, then 10 test rows a class with noise 0.8, rows sorted by class.
@@ -100,7 +100,7 @@ def save_blob_features(directory, seed, dtype=np.float64):
     X_test : ndarray (30, 8) of ``dtype``
     y_test : ndarray of int (30,)
     """
-    from sparsesvm import features
+    from sparsesvm.data import features
 
     rng = np.random.default_rng(seed)
     centers = 2.0 * np.eye(3, 8)

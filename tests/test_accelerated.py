@@ -1,11 +1,11 @@
-"""Tests of sparsesvm.accelerated against CVXPY/Clarabel (tests/cvx_reference.py)."""
+"""Tests of sparsesvm.solvers.accelerated.hinge against CVXPY/Clarabel (tests/cvx_reference.py)."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import cvx_reference as cr
-from sparsesvm import accelerated as acc
+from sparsesvm.solvers.accelerated import hinge as acc
 from sparsesvm.estimators import SparseSVC
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),

@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 import cvx_reference as cr
 from conftest import make_random_problem
-from sparsesvm import accelerated as acc
+from sparsesvm.solvers.accelerated import hinge as acc
 
 
 def _digits(n):

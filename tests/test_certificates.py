@@ -1,4 +1,4 @@
-"""Tests of sparsesvm.certificates: the duality gaps bound the true suboptimality.
+"""Tests of sparsesvm.model.certificates: the duality gaps bound the true suboptimality.
 
 Independent answers: the primal optimum from tests/cvx_reference.py (CVXPY +
 Clarabel), and the *dual* optimum from a CVXPY model of the dual problems written
@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import cvx_reference as cr
-from sparsesvm.certificates import (
+from sparsesvm.model.certificates import (
     GroupGeometry,
     certify,
     circulation_part,
@@ -19,8 +19,8 @@ from sparsesvm.certificates import (
     hinge_con_gap,
     hinge_reg_gap,
 )
-from sparsesvm.operator import MulticlassOperator
-from sparsesvm.penalties import make_penalty
+from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.penalties import make_penalty
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]

@@ -1,6 +1,6 @@
 """Compile once, never on the clock (issue 11).
 
-The compiled kernel (sparsesvm._kernels) is loaded from numba's on-disk cache
+The compiled kernel (sparsesvm.solvers._kernels) is loaded from numba's on-disk cache
 by a new process (no compilation: numba's dispatcher counts a cache hit and no
 miss, and no cache file is written), the cache lives in a user cache
 directory (not in the package), a user's NUMBA_CACHE_DIR is respected, and
@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 from conftest import make_random_problem
 
-from sparsesvm import _kernels, solvers
-from sparsesvm.operator import MulticlassOperator
-from sparsesvm.penalties import make_penalty
+from sparsesvm.solvers import paper as solvers
+from sparsesvm.solvers import _kernels
+from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.penalties import make_penalty
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -34,7 +35,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 JOB = r"""
 import json, os, sys, time
 import numpy as np
-from sparsesvm import core, _kernels
+from sparsesvm import core
+from sparsesvm.solvers import _kernels
 rng = np.random.default_rng(0)
 L, M, K = 30, 3969, 10
 y = np.arange(L) % K

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import fixtures_data as fd
-from sparsesvm import datasets
-from sparsesvm.datasets import ChecksumError, DownloadError
+from sparsesvm.data import datasets
+from sparsesvm.data.datasets import ChecksumError, DownloadError
 
 # Tests on the real offline mirror take the ``mirror_dir`` fixture (tests/conftest.py):
 # skipped, with the reason, when the mirror is absent.

@@ -276,10 +276,10 @@ def test_package_exports_and_source_hash(tmp_path, monkeypatch):
     (pkg / "__pycache__" / "x.py").write_text("# cached\n")
     (pkg / "notes.txt").write_text("not source\n")
     assert sparsesvm.source_hash() == h
-    mod = pkg / "operator.py"
+    mod = pkg / "model" / "operator.py"
     mod.write_bytes(mod.read_bytes() + b"\n")
     seen.add(sparsesvm.source_hash())
-    mod.rename(pkg / "operator2.py")
+    mod.rename(pkg / "model" / "operator2.py")
     seen.add(sparsesvm.source_hash())
     (pkg / "extra.py").write_text("")
     seen.add(sparsesvm.source_hash())

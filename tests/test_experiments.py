@@ -555,7 +555,7 @@ def test_experiments_runner_import_is_light():
     import subprocess
     import sys
 
-    code = ("import sys, sparsesvm, sparsesvm.features; before = set(sys.modules); "
+    code = ("import sys, sparsesvm, sparsesvm.data.features; before = set(sys.modules); "
             "import sparsesvm.experiments.runner; "
             "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
             "print(sorted(n for n in new if n not in sys.stdlib_module_names and n != 'sparsesvm')); "

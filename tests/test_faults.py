@@ -35,7 +35,7 @@ sys.path.insert(0, str(TESTS))
 import fixtures_data  # noqa: E402
 from test_workflow import REPO, TEST, job_stats, load_config, smk, snakemake_exe  # noqa: E402
 
-from sparsesvm import datasets  # noqa: E402
+from sparsesvm.data import datasets  # noqa: E402
 
 
 def _overlay(tmp_path, overlay, name="bad.yaml"):
@@ -162,7 +162,8 @@ def test_known_class_counts_are_the_real_data(mirror_dir):
 def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
     """Job records, features, subsets: 0o666 & ~umask like every other
     output (0644 with umask 022), not mkstemp's owner-only 0600."""
-    from sparsesvm import features, subsets
+    from sparsesvm.data import features
+    from sparsesvm.data import subsets
     from sparsesvm.experiments import runner
 
     old = os.umask(umask)
@@ -393,7 +394,7 @@ def _brute_norm(Phi, y, K, bias):
 def test_exact_norm_of_huge_features_is_scaled_not_a_linalg_error():
     """Phi Phi^T overflows beyond ~1e154: the exact norm is computed on Phi / 2**k.
     ||T[c Phi, 1]|| = c ||T[Phi, 1/c]|| (T is linear in psi_l), checked by brute force."""
-    from sparsesvm.operator import MulticlassOperator
+    from sparsesvm.model.operator import MulticlassOperator
 
     rng = np.random.default_rng(3)
     Phi, y, K = rng.standard_normal((9, 4)), np.arange(9) % 3, 3
@@ -419,7 +420,7 @@ def test_huge_but_finite_features_get_a_value_error_saying_what_to_do(scale, n, 
 
 def test_operator_norm_too_large_for_the_solvers_says_so():
     """Entries below the bound, but so many that ||T|| exceeds it: the operator's check."""
-    from sparsesvm.operator import MAX_NORM, MulticlassOperator
+    from sparsesvm.model.operator import MAX_NORM, MulticlassOperator
 
     X = np.full((40, 400), 0.5 * MAX_NORM)
     y = np.arange(40) % 2

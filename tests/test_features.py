@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import fixtures_data as fd
-from sparsesvm import datasets, features
+from sparsesvm.data import datasets
+from sparsesvm.data import features
 
 # Tests on the real offline mirror take the ``mirror_dir`` fixture (tests/conftest.py):
 # skipped, with the reason, when the mirror is absent.

@@ -1,6 +1,6 @@
-"""The compiled primal step (sparsesvm._kernels) against the numpy proxes.
+"""The compiled primal step (sparsesvm.solvers._kernels) against the numpy proxes.
 
-The numpy proxes of sparsesvm.penalties are themselves checked against CVXPY
+The numpy proxes of sparsesvm.model.penalties are themselves checked against CVXPY
 and Moreau's identity (tests/test_penalties.py); here the fused kernel must
 give the same point, the same two inner products, and the solvers the same
 iterates with and without it.
@@ -9,9 +9,10 @@ iterates with and without it.
 import numpy as np
 import pytest
 
-from sparsesvm import _kernels, solvers
-from sparsesvm.operator import MulticlassOperator
-from sparsesvm.penalties import L1InfPenalty, make_penalty
+from sparsesvm import solvers
+from sparsesvm.solvers import _kernels
+from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.penalties import L1InfPenalty, make_penalty
 
 pytest.importorskip("numba")
 
@@ -122,7 +123,7 @@ def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name
 # --------------------------------------------------------------------------- the dual step
 
 def _dual_numpy(Y, TX, TXn, sR, sigma, lam):
-    from sparsesvm.projections import _project_simplex
+    from sparsesvm.model.projections import _project_simplex
 
     return _project_simplex(Y + sigma * (2.0 * TXn - TX) + sR, lam)
 
@@ -176,7 +177,7 @@ def test_simplex_step_only_where_it_applies(monkeypatch):
 
 def test_linf_clip_level_with_nan_ends():
     """A NaN in a group (data the estimators refuse) ends the Newton loop, in NaN."""
-    from sparsesvm import _kernels_jit
+    from sparsesvm.solvers import _kernels_jit
 
     a = np.array([1.0, np.nan, 2.0])
     assert np.isnan(_kernels_jit.linf_clip(a, 3, 0.5, np.nan, np.nan))
@@ -203,7 +204,7 @@ def test_hinge_reg_zero_solution_same_with_and_without_kernel(monkeypatch):
 
 def _epigraph_numpy(Y, TX, TXn, R, zeta, xi, sigma, zn):
     """hinge_con's numpy dual update after the half-space step ``zn`` (the reference)."""
-    from sparsesvm.projections import project_epigraph_hinge
+    from sparsesvm.model.projections import project_epigraph_hinge
 
     V = Y / sigma + 2.0 * TXn - TX
     xis = xi / sigma + 2.0 * zn - zeta

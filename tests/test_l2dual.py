@@ -1,4 +1,4 @@
-"""The l2 engine inner='dcd' (sparsesvm._l2dual): dual coordinate descent with
+"""The l2 engine inner='dcd' (sparsesvm.solvers.accelerated.l2dual): dual coordinate descent with
 free biases by the method of multipliers, against CVXPY/Clarabel and the other
 l2 engines (issue 16)."""
 
@@ -9,9 +9,9 @@ import scipy.sparse as sp
 from sklearn import datasets
 
 import cvx_reference as cr
-from sparsesvm import _l2dual
-from sparsesvm import accelerated as acc
-from sparsesvm.operator import MulticlassOperator
+from sparsesvm.solvers.accelerated import l2dual as _l2dual
+from sparsesvm.solvers.accelerated import hinge as acc
+from sparsesvm.model.operator import MulticlassOperator
 
 
 def _fit(method, Phi, y, K, par, **kw):

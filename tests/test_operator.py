@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from conftest import make_random_problem
-from sparsesvm.operator import MulticlassOperator
+from sparsesvm.model.operator import MulticlassOperator
 
 
 def make_problem(L, M, K, seed=0, density=None):

@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from sparsesvm.penalties import make_penalty
+from sparsesvm.model.penalties import make_penalty
 
 # (name, groups, M, K): blocks dividing M, a shorter last block, size 1, size M, across classes
 CASES = [

@@ -9,7 +9,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from sparsesvm.projections import (
+from sparsesvm.model.projections import (
     project_epigraph_hinge,
     project_halfspace,
     project_l1_ball,
@@ -192,7 +192,7 @@ def test_l1_ball_threshold_vs_bisection(K, scale, flat_every):
     (few candidates above max(a) - r) and flat rows (many candidates), plus ties,
     rows inside the ball, zero rows and per-row radii.
     """
-    from sparsesvm.projections import _FEW_CANDIDATES, _SORT_MAX_K, _l1_ball_threshold
+    from sparsesvm.model.projections import _FEW_CANDIDATES, _SORT_MAX_K, _l1_ball_threshold
 
     rng = _rng(K)
     L = 60
@@ -228,7 +228,7 @@ def test_l1_ball_threshold_newton_on_few_candidates(monkeypatch):
     """Mostly one dominant entry per row: the per-row split runs (Newton on the rows
     with few candidates, a sort on the flat ones), and matches bisection; forcing the
     sort everywhere gives the same thresholds."""
-    from sparsesvm import projections as P
+    from sparsesvm.model import projections as P
 
     rng = _rng(3)
     A = 0.1 * rng.random((200, 81))

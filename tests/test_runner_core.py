@@ -51,7 +51,7 @@ for method, penalty, groups, stopping in jobs:
     recs.append(rec)
 write_json_atomic(out, recs)
 heavy = ("sklearn", "pandas", "matplotlib", "scipy.optimize", "sparsesvm.estimators",
-         "sparsesvm.accelerated")
+         "sparsesvm.solvers.accelerated.hinge")
 print(json.dumps([m for m in heavy if m in sys.modules]))
 """
     out = _run(code, blob_features[0], tmp_path / "recs.json")
@@ -66,7 +66,7 @@ print(json.dumps([m for m in heavy if m in sys.modules]))
 def test_core_import_pulls_no_sklearn():
     code = ("import sys; import sparsesvm.core as c; c.check_params('hinge-reg', 'l1', 1.0, 1e-3, 10, "
             "100.0, 'paper', 'auto', False); "
-            "print([m for m in ('sklearn', 'sparsesvm.accelerated', 'scipy.optimize') if m in sys.modules])")
+            "print([m for m in ('sklearn', 'sparsesvm.solvers.accelerated.hinge', 'scipy.optimize') if m in sys.modules])")
     assert _run(code).strip() == "[]"
 
 

@@ -13,10 +13,10 @@ import scipy.sparse as sp
 import cvx_reference as cr
 from conftest import make_random_problem
 from sparsesvm import SparseSVC
-from sparsesvm import solvers as S
-from sparsesvm.certificates import GroupGeometry, smooth_gap
-from sparsesvm.operator import MulticlassOperator
-from sparsesvm.penalties import make_penalty
+from sparsesvm.solvers import paper as S
+from sparsesvm.model.certificates import GroupGeometry, smooth_gap
+from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.penalties import make_penalty
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]
@@ -169,7 +169,7 @@ def test_bad_input():
         SparseSVC(method="square", solver="accelerated", stopping="rel_change").fit(Phi, y)
     with pytest.raises(ValueError, match="scheme"):
         S.logit(op, make_penalty("l1", None, Phi.shape[1], K), 1.0, scheme="newton")
-    from sparsesvm import smooth
+    from sparsesvm.solvers.accelerated import smooth
 
     with pytest.raises(ValueError, match="across-class"):
         smooth.solve("ova", Phi, y, K, GroupGeometry("l12", "features", Phi.shape[1], K), 1.0)

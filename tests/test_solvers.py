@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsesvm import solvers as S
-from sparsesvm.operator import MulticlassOperator
-from sparsesvm.penalties import make_penalty
+from sparsesvm.solvers import paper as S
+from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.penalties import make_penalty
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cvx_reference as C  # noqa: E402

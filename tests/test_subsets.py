@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sparsesvm import subsets
+from sparsesvm.data import subsets
 
 
 def _labels():

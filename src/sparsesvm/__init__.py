@@ -37,8 +37,7 @@ def __dir__():
 
 __all__ = ["SparseSVC", "CrammerSingerSVC", "__version__", "source_hash"]
 
-_LAZY = ("datasets", "features", "subsets", "experiments", "solvers", "penalties",
-         "projections", "operator", "estimators", "core", "accelerated", "certificates")
+_LAZY = ("data", "model", "solvers", "experiments", "estimators", "core")
 
 
 def source_hash():

@@ -27,8 +27,8 @@ import numpy as np
 
 from . import solvers as _solvers
 from ._sparse import issparse
-from .operator import MAX_NORM, MulticlassOperator
-from .penalties import make_penalty
+from .model.operator import MAX_NORM, MulticlassOperator
+from .model.penalties import make_penalty
 
 __all__ = [
     "METHODS",
@@ -92,8 +92,8 @@ SOLVERS = {
 #: Optional families: ``{name: (module, ...)}``; the modules register the family's
 #: methods when imported, in order (one may be missing, or fail to import: its
 #: methods are then unknown). ``"accelerated"``: the exact-hinge methods
-#: (:mod:`sparsesvm.accelerated`) and the smooth baselines (:mod:`sparsesvm.smooth`).
-OPTIONAL_SOLVERS = {"accelerated": ("sparsesvm.accelerated", "sparsesvm.smooth")}
+#: (:mod:`sparsesvm.solvers.accelerated.hinge`) and the smooth baselines (:mod:`sparsesvm.solvers.accelerated.smooth`).
+OPTIONAL_SOLVERS = {"accelerated": ("sparsesvm.solvers.accelerated.hinge", "sparsesvm.solvers.accelerated.smooth")}
 
 
 def register_solver(name, methods, stopping):
@@ -444,7 +444,7 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
         From :func:`check_params`.
     X : ndarray or sparse matrix of shape (n_samples, n_features)
         Real, finite features (any real dtype; used as float64, CSR if sparse:
-        :class:`~sparsesvm.operator.MulticlassOperator` checks and converts).
+        :class:`~sparsesvm.model.operator.MulticlassOperator` checks and converts).
     y : array_like of shape (n_samples,)
         Labels of any sortable type; at least two classes.
     groups : None, int or "features"

@@ -127,7 +127,7 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         Stopping rule at ``tol``: ``"rel_change"`` is the paper's relative
         change of the iterates (which does not measure accuracy, see the
         spec's pitfalls); ``"gap"`` is the certified relative duality gap
-        (exact-hinge methods only; :mod:`sparsesvm.certificates`). ``"auto"``
+        (exact-hinge methods only; :mod:`sparsesvm.model.certificates`). ``"auto"``
         = the solver family's first rule: ``"rel_change"`` for ``"paper"``,
         ``"gap"`` for ``"accelerated"``.
     trace : bool or int

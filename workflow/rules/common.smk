@@ -387,7 +387,7 @@ if _SPEC is None or not _SPEC.submodule_search_locations:
     raise ConfigError("the sparsesvm package is not importable: install it (pip install -e .[workflow])")
 PACKAGE_DIR = Path(list(_SPEC.submodule_search_locations)[0])
 
-_DATA_MODULES = ("datasets.py", "features.py", "subsets.py")
+_DATA_MODULES = tuple(sorted(p.relative_to(PACKAGE_DIR).as_posix() for p in (PACKAGE_DIR / "data").glob("*.py")))
 _REPORT_MODULES = ("experiments/aggregate.py", "experiments/tables.py", "experiments/figures.py",
                    "experiments/compare.py", "experiments/publish.py", "experiments/cv.py")
 #: used by the workflow itself, by no job (editing them reruns nothing)
@@ -435,14 +435,15 @@ def data_limits(cfg, dataset):
         of features, ``source``: where they come from (for the message); a value is
         None where it is not known yet.
 
-    With strict_sizes, the real datasets' class counts (sparsesvm.datasets) and
+    With strict_sizes, the real datasets' class counts (sparsesvm.data.datasets) and
     feature counts; otherwise (fixture data) those of the labels and features already
     built under `results`, if any (the jobs check them again when they run).
     MNIST's feature count follows from the scattering settings alone.
     """
     import numpy as np
 
-    from sparsesvm import datasets, features
+    from sparsesvm.data import datasets
+    from sparsesvm.data import features
 
     results = Path(cfg["results"])
     limits = {"min_class": None, "n_features": None, "source": f"the real {dataset} data"}

@@ -3,7 +3,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
 
-from sparsesvm import datasets
+from sparsesvm.data import datasets
 
 source = snakemake.params.source  # noqa: F821
 mirror = snakemake.config["mirror"]  # noqa: F821 (not a param: switching mirrors must not rerun anything)

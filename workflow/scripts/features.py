@@ -8,7 +8,8 @@ import sys
 
 import numpy as np
 
-from sparsesvm import datasets, features
+from sparsesvm.data import datasets
+from sparsesvm.data import features
 
 dataset = snakemake.wildcards.dataset  # noqa: F821
 inp = snakemake.input  # noqa: F821

@@ -5,7 +5,7 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake i
 
 import numpy as np
 
-from sparsesvm import datasets
+from sparsesvm.data import datasets
 
 dataset = snakemake.wildcards.dataset  # noqa: F821
 strict = snakemake.params.strict  # noqa: F821 (false for fixture data: any size)

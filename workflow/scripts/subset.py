@@ -5,8 +5,8 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake i
 
 import numpy as np
 
-from sparsesvm import subsets
-from sparsesvm.datasets import atomic_path
+from sparsesvm.data import subsets
+from sparsesvm.data.datasets import atomic_path
 
 w = snakemake.wildcards  # noqa: F821
 y = np.load(snakemake.input[0])  # noqa: F821

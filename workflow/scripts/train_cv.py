@@ -8,7 +8,7 @@ _job.start(snakemake)  # noqa: F821 (injected): the log first, then the threads,
 
 import numpy as np
 
-from sparsesvm import features
+from sparsesvm.data import features
 from sparsesvm.experiments import cv
 from sparsesvm.experiments.runner import run_job, write_json_atomic
 

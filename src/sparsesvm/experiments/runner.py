@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import core as _core
-from ..datasets import atomic_path
+from ..data.datasets import atomic_path
 from ..solvers import DEFAULT_STEP_RATIO
 
 __all__ = [
@@ -117,7 +117,7 @@ def write_json_atomic(path, obj):
     """Write ``obj`` as JSON to ``path`` atomically (temporary file + ``os.replace``).
 
     The parent directory is created if needed. Written through
-    :func:`sparsesvm.datasets.atomic_path`: a reader sees either the old file, no
+    :func:`sparsesvm.data.datasets.atomic_path`: a reader sees either the old file, no
     file, or the complete new file, and the file has the mode a plain ``open``
     gives (``0o666 & ~umask``), readable by the group like every other output.
 
@@ -213,7 +213,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     Parameters
     ----------
     features_dir : str or path-like
-        Directory written by :func:`sparsesvm.features.save_features`.
+        Directory written by :func:`sparsesvm.data.features.save_features`.
     subset_indices : array_like of int, shape (L,), or None
         Rows of the training split to train on; ``None`` = the whole training split.
     method : str
@@ -293,7 +293,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
             raise ValueError(f"meta field {key!r} is reserved")
 
     import sparsesvm
-    from sparsesvm import features
+    from sparsesvm.data import features
 
     X_train, y_train = features.load_features(features_dir, "train", indices=idx)
     n_train = int(np.shape(y_train)[0])

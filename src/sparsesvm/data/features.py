@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from ._sparse import issparse
+from .._sparse import issparse
 
 from .datasets import atomic_path as _atomic_path
 

@@ -2,7 +2,7 @@
 
 Same problems as the paper's Algorithms 1 and 2 (spec sections 1-3),
 solved to a *certified* accuracy: every stop is decided by the relative
-duality gap of the full problem (:mod:`sparsesvm.certificates`), so the
+duality gap of the full problem (:mod:`sparsesvm.model.certificates`), so the
 result is the exact-hinge optimum to the stated tolerance.
 
 Four inner engines (option ``inner``; the default ``"auto"`` takes
@@ -37,7 +37,7 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   dual, one exact block step per sample (liblinear's sequential dual
   method), with the free biases kept exact by the method of multipliers on
   their K equality constraints; hinge-con by a search of the constraint's
-  multiplier (see :mod:`sparsesvm._l2dual`); compiled with numba when
+  multiplier (see :mod:`sparsesvm.solvers.accelerated.l2dual`); compiled with numba when
   installed. Its cost grows with L like a pass over the data per sweep,
   not with (L(K-1))^2 as the dual QP's.
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
@@ -71,11 +71,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from . import _l2dual
-from .certificates import GroupGeometry, hinge_con_gap, hinge_reg_gap
-from .core import register_solver
-from .operator import MulticlassOperator
-from .projections import _project_simplex
+from . import l2dual as _l2dual
+from ...model.certificates import GroupGeometry, hinge_con_gap, hinge_reg_gap
+from ...core import register_solver
+from ...model.operator import MulticlassOperator
+from ...model.projections import _project_simplex
 
 __all__ = ["AcceleratedResult", "hinge_reg", "hinge_con", "DEFAULTS"]
 
@@ -1034,7 +1034,7 @@ def _estimator_adapter(method):
     """``run(op, penalty, alpha, **)`` -> solvers.SolverResult for estimators.SOLVERS."""
 
     def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
-        from .solvers import SolverResult
+        from ...solvers import SolverResult
 
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")

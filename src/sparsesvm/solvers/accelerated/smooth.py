@@ -2,8 +2,8 @@
 
 The three problems of spec section 4, ``P(X) = g(W) + lam * sum_l f_l(S_l)``
 with scores ``S = Phi W + 1 b^T`` and free biases (the losses: see
-:func:`sparsesvm.certificates.smooth_gap`), solved to a *certified* relative
-duality gap: every stop is decided by :func:`~sparsesvm.certificates.smooth_gap_scores`
+:func:`sparsesvm.model.certificates.smooth_gap`), solved to a *certified* relative
+duality gap: every stop is decided by :func:`~sparsesvm.model.certificates.smooth_gap_scores`
 on the full problem.
 
 Engine: **working-set block coordinate descent** (the skglm / celer design):
@@ -50,8 +50,8 @@ import time
 
 import numpy as np
 
-from ._sparse import issparse
-from .certificates import SMOOTH_METHODS, GroupGeometry, smooth_gap_scores
+from ..._sparse import issparse
+from ...model.certificates import SMOOTH_METHODS, GroupGeometry, smooth_gap_scores
 
 __all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON"]
 
@@ -597,7 +597,7 @@ def _estimator_adapter(method):
     """``run(op, penalty, alpha, **)`` -> solvers.SolverResult for core.SOLVERS."""
 
     def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
-        from .solvers import SolverResult
+        from ...solvers import SolverResult
 
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
@@ -617,7 +617,7 @@ def _estimator_adapter(method):
 
 
 def _register():
-    from .core import register_solver
+    from ...core import register_solver
 
     register_solver("accelerated", {m: _estimator_adapter(m) for m in SMOOTH_METHODS}, ("gap",))
 

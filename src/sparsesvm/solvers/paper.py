@@ -23,7 +23,7 @@ ova(Phi, y_idx, n_classes, penalty, lam, ...)
     One-vs-all squared hinge, one FISTA per class (run side by side).
 
 Every result carries the certified relative duality gap of its point
-(``rel_gap``, :mod:`sparsesvm.certificates`); ``stopping="gap"`` stops on it.
+(``rel_gap``, :mod:`sparsesvm.model.certificates`); ``stopping="gap"`` stops on it.
 
 Stopping rule (all solvers, by default): ``||X+ - X||_F / ||X+||_F <= tol`` (an iterate
 with ``||X+||_F = 0`` never counts as converged), or ``max_iter`` iterations.
@@ -35,7 +35,7 @@ end of the iteration loop. The clock is stopped while a trace entry
 (objective, relative distance) is evaluated, so a trace does not change the
 reported time. Not timed: checking and converting the input to float64 (the
 operator's construction), setting up the compiled kernel
-(:mod:`sparsesvm._kernels`: compiled or loaded from its cache before the clock
+(:mod:`sparsesvm.solvers._kernels`: compiled or loaded from its cache before the clock
 starts), and the certificate of the returned point. liblinear's clock
 (:class:`sparsesvm.CrammerSingerSVC`) likewise starts on float64 input and
 covers its own set-up (the conversion to its sparse row format) and its loop.
@@ -57,9 +57,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from . import _kernels
-from ._sparse import issparse
+from .._sparse import issparse
 
-from .projections import _project_epigraph_hinge, _project_halfspace, _project_simplex
+from ..model.projections import _project_epigraph_hinge, _project_halfspace, _project_simplex
 
 __all__ = [
     "SolverResult",
@@ -125,7 +125,7 @@ class SolverResult:
         ``= ||X_i - X_ref||_F / ||X_ref||_F``. ``None`` when no trace was asked.
     rel_gap : float
         Certified relative duality gap of the returned point
-        (:mod:`sparsesvm.certificates`), for every method.
+        (:mod:`sparsesvm.model.certificates`), for every method.
     """
 
     X: np.ndarray
@@ -267,8 +267,8 @@ class _PrimalStep:
 
     ``X+ = prox_{tau g}(X - tau V)`` (``V = T^T Y``, overwritten) and
     ``||X+ - X||_F / ||X+||_F``. On problems with at least
-    :data:`sparsesvm._kernels.MIN_SIZE` parameters and numba installed, one
-    compiled pass does both (:mod:`sparsesvm._kernels`); otherwise numpy.
+    :data:`sparsesvm.solvers._kernels.MIN_SIZE` parameters and numba installed, one
+    compiled pass does both (:mod:`sparsesvm.solvers._kernels`); otherwise numpy.
     """
 
     def __init__(self, penalty, X0, tau=None):
@@ -317,7 +317,7 @@ class _Stopper:
 
     ``"rel_change"``: ``||X+ - X||_F / ||X+||_F <= tol`` (the paper's rule).
     ``"gap"``: the certified relative duality gap of (X, Y)
-    (:func:`sparsesvm.certificates.certify`; for the constrained forms, where
+    (:func:`sparsesvm.model.certificates.certify`; for the constrained forms, where
     no scaling of X is feasible, a relative KKT measure, see
     :meth:`rel_gap`) ``<= tol``, evaluated every
     :data:`GAP_CHECK_EVERY` iterations (its cost is part of the fit time).
@@ -334,7 +334,7 @@ class _Stopper:
         """Certified relative gap; for the constrained forms, when no scaling
         of X is feasible, the relative KKT measure ``max(|g(X) - D| / D,
         violation / eta)`` (PDLP-style: gap at X plus relative infeasibility)."""
-        from .certificates import certify
+        from ..model.certificates import certify
 
         res = certify(*self.args, X, Y, TX=TX, **self.kw)
         eta = self.kw["eta"]
@@ -399,7 +399,7 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     ``T X`` is kept from the previous iteration, so each iteration does one
     product with ``Phi`` and one with ``Phi^T``. Where the compiled primal step
     is used (:class:`_PrimalStep`), the dual update is one compiled pass too
-    (:func:`sparsesvm._kernels.simplex_step`).
+    (:func:`sparsesvm.solvers._kernels.simplex_step`).
     """
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
@@ -501,7 +501,7 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     with ``n_iter = 0`` (the iteration would otherwise never meet the
     relative-change rule, ``||X|| = 0``). Where the compiled primal step is
     used (:class:`_PrimalStep`), the half-space step and the dual update are
-    one compiled pass too (:func:`sparsesvm._kernels.epigraph_step`).
+    one compiled pass too (:func:`sparsesvm.solvers._kernels.epigraph_step`).
     """
     if not (np.isfinite(eta) and eta > 0):
         raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
@@ -676,8 +676,8 @@ def _grad_logit(TV, R):
 
 def _smooth_rel_gap(method, Phi, y_idx, penalty, lam, X, S=None):
     """Certified relative duality gap of a smooth baseline at X
-    (:func:`sparsesvm.certificates.smooth_gap_scores`)."""
-    from .certificates import GroupGeometry, smooth_gap_scores
+    (:func:`sparsesvm.model.certificates.smooth_gap_scores`)."""
+    from ..model.certificates import GroupGeometry, smooth_gap_scores
 
     geo = GroupGeometry(penalty.name, penalty.groups, X.shape[0] - 1, X.shape[1])
     if S is None:
@@ -766,7 +766,7 @@ def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, referenc
         As in :func:`hinge_reg`.
     stopping : {"rel_change", "gap"}
         The paper's relative-change rule, or the certified relative duality
-        gap (:func:`sparsesvm.certificates.smooth_gap`) ``<= tol``.
+        gap (:func:`sparsesvm.model.certificates.smooth_gap`) ``<= tol``.
 
     Returns
     -------
@@ -866,7 +866,7 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
         ``penalties.make_penalty(penalty.name, penalty.groups, M, n_active)``.
     stopping : {"rel_change", "gap"}
         ``"gap"``: all K classes run until the certified relative gap of the
-        whole problem (:func:`sparsesvm.certificates.smooth_gap`) is
+        whole problem (:func:`sparsesvm.model.certificates.smooth_gap`) is
         ``<= tol``, checked every :data:`GAP_CHECK_EVERY` iterations.
 
     Returns
@@ -902,7 +902,7 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
     Ypm = -np.ones((L, K))
     Ypm[np.arange(L), y_idx] = 1.0
     if make_penalty is None:
-        from .penalties import make_penalty as _mk
+        from ..model.penalties import make_penalty as _mk
 
         def make_penalty(n):
             return _mk(penalty.name, penalty.groups, M, n)

@@ -37,7 +37,7 @@ optimum in lam is that loss). It is found by a safeguarded secant search on
 log nu, each hinge-reg solve warm-started from the previous one (Y scaled).
 
 Every stop is decided by the certified relative gap of the full problem
-(:mod:`sparsesvm.certificates`), as for the other engines.
+(:mod:`sparsesvm.model.certificates`), as for the other engines.
 
 The sweep is compiled with numba when it is installed (the ``fast`` extra) and
 the problem has at least :data:`NUMBA_MIN_WORK` entries L * M * K;
@@ -52,7 +52,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .certificates import hinge_con_gap, hinge_reg_gap
+from ...model.certificates import hinge_con_gap, hinge_reg_gap
 
 _sweeps = None
 

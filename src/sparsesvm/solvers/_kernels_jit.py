@@ -1,12 +1,12 @@
-"""The compiled kernels of :mod:`sparsesvm._kernels` (numba; imported only through it).
+"""The compiled kernels of :mod:`sparsesvm.solvers._kernels` (numba; imported only through it).
 
 Module-level functions, so that numba's on-disk cache is reused by every
 process (a kernel nested in a function, or one that captures other compiled
 functions as closure variables, is compiled again in each new process). The
 step has one explicit signature: it is compiled, or loaded from the cache,
-when this module is imported (:func:`sparsesvm._kernels._load` does it,
+when this module is imported (:func:`sparsesvm.solvers._kernels._load` does it,
 before any solver clock starts), and no call can trigger a compilation later.
-Import this module only through :func:`sparsesvm._kernels._load`, which
+Import this module only through :func:`sparsesvm.solvers._kernels._load`, which
 points the cache at the user's cache directory.
 """
 
@@ -38,7 +38,7 @@ def linf_clip(a, n, radius, s, m):
     Newton's method on the convex decreasing piecewise-linear root
     function, started from the lower bound max((s - radius) / n, m -
     radius), rises monotonically and stops when the active set repeats
-    (as :func:`sparsesvm.projections._l1_ball_threshold`: counting the
+    (as :func:`sparsesvm.model.projections._l1_ball_threshold`: counting the
     entries >= t keeps the largest one, so radius 0 gives t = m, the
     identity, with no special case).
     """
@@ -226,7 +226,7 @@ def epigraph_step(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
     is a lower bound, and Newton's method from the best of two of them rises
     monotonically and stops when the active set repeats (as
     :func:`simplex_step`); values are shifted by the row maximum of ``nu``
-    (precision at large values, as :func:`sparsesvm.projections.project_epigraph_hinge`).
+    (precision at large values, as :func:`sparsesvm.model.projections.project_epigraph_hinge`).
     Rows already in the epigraph give ``out = 0``, ``xi = 0``.
     """
     L = Y.shape[0]

@@ -39,7 +39,7 @@ bound on the optimum. Hence ``gap = P - D >= P(X) - P*`` and
 certified bounds on the suboptimality of the returned primal point.
 
 The gap functions take the problem as a
-:class:`~sparsesvm.operator.MulticlassOperator` (``op.T``, ``op.T_adjoint``,
+:class:`~sparsesvm.model.operator.MulticlassOperator` (``op.T``, ``op.T_adjoint``,
 ``op.R``), the same object the solvers iterate with.
 """
 
@@ -190,7 +190,7 @@ def project_l1_ball_axis1(A, radius):
     -------
     ndarray (n1, s, n2)
         Vectors inside the ball unchanged; the threshold is
-        :func:`sparsesvm.projections._l1_ball_threshold` on the vectors as rows.
+        :func:`sparsesvm.model.projections._l1_ball_threshold` on the vectors as rows.
     """
     n1, s, n2 = A.shape
     rows = np.ascontiguousarray(np.abs(A).transpose(0, 2, 1)).reshape(n1 * n2, s)
@@ -324,7 +324,7 @@ def _rel(gap, dual):
 
 def _check(op, X, Y):
     if not isinstance(op, MulticlassOperator):
-        raise ValueError(f"op must be a sparsesvm.operator.MulticlassOperator, got {type(op).__name__}")
+        raise ValueError(f"op must be a sparsesvm.model.operator.MulticlassOperator, got {type(op).__name__}")
     L, M, K = op.n_samples, op.n_features, op.n_classes
     X = np.asarray(X, dtype=float)
     if X.shape != (M + 1, K):
@@ -758,7 +758,7 @@ def smooth_gap(method, op, X, penalty, groups=None, lam=1.0, S=None):
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam}")
     if not isinstance(op, MulticlassOperator):
-        raise ValueError(f"op must be a sparsesvm.operator.MulticlassOperator, got {type(op).__name__}")
+        raise ValueError(f"op must be a sparsesvm.model.operator.MulticlassOperator, got {type(op).__name__}")
     M, K = op.n_features, op.n_classes
     X = np.asarray(X, dtype=float)
     if X.shape != (M + 1, K):

@@ -10,7 +10,7 @@ written while it sits in cache, and the two inner products of the stopping
 measure (:class:`sparsesvm.solvers._RelChange`) are accumulated on the way.
 
 The kernels compute exactly the proximity operators of
-:mod:`sparsesvm.penalties` (tests compare them with those, which are checked
+:mod:`sparsesvm.model.penalties` (tests compare them with those, which are checked
 against CVXPY); only the order of the floating-point operations differs.
 
 numba is an optional dependency (``pip install sparsesvm[fast]``; the
@@ -21,7 +21,7 @@ the solvers use the numpy path. It is used only for problems with at least
 importing numba and loading the compiled kernel.
 
 Compile once: the kernels are module-level functions of
-:mod:`sparsesvm._kernels_jit` with numba's on-disk cache, so a new process
+:mod:`sparsesvm.solvers._kernels_jit` with numba's on-disk cache, so a new process
 loads them instead of compiling them again. The cache lives in
 :func:`cache_dir` (a user cache directory, not the installed package), unless
 the user set numba's own ``NUMBA_CACHE_DIR``, which is respected. The kernel
@@ -67,7 +67,7 @@ def cache_dir():
 def _load():
     """The module of compiled kernels, or None when numba is missing or switched off.
 
-    The first call imports :mod:`sparsesvm._kernels_jit`, which compiles the
+    The first call imports :mod:`sparsesvm.solvers._kernels_jit`, which compiles the
     kernels or loads them from the cache (numba fixes a function's cache location
     when it is decorated: :func:`cache_dir` is set as numba's cache directory
     for that import only, unless the user set one).
@@ -113,14 +113,14 @@ def fused_step(penalty, size, force=False):
     ``V`` itself (each entry of V is read before it is overwritten), not
     ``X``. The kernel is compiled or loaded from the cache here, not at the
     first call. None when the kernels are unavailable, when ``penalty`` is not
-    one of :mod:`sparsesvm.penalties`' own classes, or when ``size`` (the
+    one of :mod:`sparsesvm.model.penalties`' own classes, or when ``size`` (the
     number of parameters) is below :data:`MIN_SIZE` and ``force`` is False.
     """
     kernels = _kernels_for(size, force)
     if kernels is None:
         return None
     kernel = kernels.step
-    from .penalties import _CLASSES
+    from ..model.penalties import _CLASSES
 
     name = getattr(penalty, "name", None)
     if _CLASSES.get(name) is not type(penalty):

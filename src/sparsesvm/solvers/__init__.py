@@ -1,0 +1,25 @@
+"""The solvers: the paper's algorithms, the baselines, and the certified engines.
+
+- :mod:`~sparsesvm.solvers.paper`: Algorithms 1 and 2 of the paper
+  (hinge-reg, hinge-con), the linear-constraint FBPD (hinge-lin), and the
+  smooth baselines (square by FISTA, logit by forward-backward, one-vs-all);
+- :mod:`~sparsesvm.solvers.accelerated`: the engines that reach a certified
+  duality gap (column generation, PDHG, dual coordinate descent for l2,
+  working-set coordinate descent for the smooth losses);
+- :mod:`~sparsesvm.solvers._kernels`: the compiled (numba) steps of the
+  paper's algorithms.
+"""
+
+from .paper import (
+    DEFAULT_STEP_RATIO,
+    SolverResult,
+    hinge_con,
+    hinge_lin,
+    hinge_reg,
+    logit,
+    ova,
+    square,
+)
+
+__all__ = ["DEFAULT_STEP_RATIO", "SolverResult", "hinge_con", "hinge_lin", "hinge_reg",
+           "logit", "ova", "square"]
