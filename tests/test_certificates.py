@@ -12,7 +12,6 @@ import scipy.sparse as sp
 
 import cvx_reference as cr
 from sparsesvm.model.certificates import (
-    GroupGeometry,
     certify,
     circulation_part,
     feasible_scaling,
@@ -160,32 +159,6 @@ def test_feasible_scaling_matches_grid_search():
                 assert th <= feas[0] + 1e-9
 
 
-@pytest.mark.parametrize("pen,grp", PENALTIES)
-def test_geometry_prox_matches_core_penalties(pen, grp):
-    rng = np.random.default_rng(4)
-    M, K = 11, 3
-    geo = GroupGeometry(pen, grp, M, K)
-    P = make_penalty(pen, grp, M, K)
-    X = rng.standard_normal((M + 1, K))
-    for step in (0.05, 0.7, 3.0):
-        assert np.allclose(geo.prox(X[:-1], step), P.prox(X, step)[:-1], atol=1e-12)
-    assert geo.value(X[:-1]) == pytest.approx(P.value(X))
-
-
-@pytest.mark.parametrize("pen,grp", [p for p in PENALTIES if p[0] != "l2"])
-def test_dual_norm_is_the_polar_of_the_penalty(pen, grp):
-    rng = np.random.default_rng(5)
-    M, K = 9, 4
-    geo = GroupGeometry(pen, grp, M, K)
-    V = rng.standard_normal((M, K))
-    dn = geo.dual_norm(V)
-    for _ in range(200):
-        W = rng.standard_normal((M, K)) * (rng.random((M, K)) < 0.5)
-        assert abs(np.vdot(V, W)) <= dn * geo.value(W) + 1e-12
-    # Moreau: prox_g(V) + P_{dual ball}(V) = V, i.e. V - prox lies in the unit dual ball
-    assert geo.dual_norm(V - geo.prox(V, 1.0)) <= 1 + 1e-12
-
-
 def test_bad_input_raises(random_problem):
     Phi, y, K = random_problem(0, M=7)
     op = MulticlassOperator(Phi, y, K)
@@ -201,14 +174,16 @@ def test_bad_input_raises(random_problem):
         hinge_reg_gap(op, X, Y[:-1], "l1", lam=1.0)
     with pytest.raises(ValueError, match="MulticlassOperator"):
         hinge_reg_gap(Phi, X, Y, "l1", lam=1.0)
-    with pytest.raises(ValueError, match="geometry"):
-        hinge_reg_gap(op, X, Y, GroupGeometry("l1", None, 5, K), lam=1.0)
+    with pytest.raises(ValueError, match=r"the penalty is for \(M, K\) = \(5, 3\)"):
+        hinge_reg_gap(op, X, Y, make_penalty("l1", None, 5, K), lam=1.0)
+    with pytest.raises(ValueError, match="penalty name or a"):
+        hinge_reg_gap(op, X, Y, object(), lam=1.0)
     with pytest.raises(ValueError, match="group size"):
-        GroupGeometry("l1inf", 0, 5, 3)
+        hinge_reg_gap(op, X, Y, "l1inf", 0, lam=1.0)
     with pytest.raises(ValueError, match="groups=None"):
-        GroupGeometry("l1", 2, 5, 3)
+        hinge_con_gap(op, X, Y, "l1", 2, eta=1.0)
     with pytest.raises(ValueError, match="unknown penalty"):
-        GroupGeometry("l0", None, 5, 3)
+        hinge_reg_gap(op, X, Y, "l0", lam=1.0)
 
 
 def test_certify_with_package_operator_and_penalty(random_problem):

@@ -14,7 +14,8 @@ import cvx_reference as cr
 from conftest import make_random_problem
 from sparsesvm import SparseSVC
 from sparsesvm.solvers import paper as S
-from sparsesvm.model.certificates import GroupGeometry, smooth_gap
+from sparsesvm.model.certificates import smooth_gap
+from sparsesvm.model.penalties import make_penalty
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import make_penalty
 
@@ -172,4 +173,4 @@ def test_bad_input():
     from sparsesvm.solvers.accelerated import smooth
 
     with pytest.raises(ValueError, match="across-class"):
-        smooth.solve("ova", Phi, y, K, GroupGeometry("l12", "features", Phi.shape[1], K), 1.0)
+        smooth.solve("ova", Phi, y, K, make_penalty("l12", "features", Phi.shape[1], K), 1.0)

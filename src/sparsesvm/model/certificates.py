@@ -48,10 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .operator import MulticlassOperator
-from .projections import _l1_ball_threshold
+from .losses import hinge_loss, margins, ova_signs, smooth_loss
+from .penalties import Penalty, check_groups, make_penalty
 
 __all__ = [
-    "GroupGeometry",
     "GapResult",
     "hinge_reg_gap",
     "hinge_con_gap",
@@ -62,147 +62,6 @@ __all__ = [
     "smooth_gap",
     "smooth_gap_scores",
 ]
-
-
-class GroupGeometry:
-    """Value, dual norm and prox (with per-group steps) of the regulariser.
-
-    The weights W (M, K) are viewed as an array A of shape (n1, gsize, n2)
-    whose axis 1 holds one group:
-
-    * ``l1`` : groups of one entry, A = W.reshape(M, 1, K);
-    * ``l2`` : g(W) = ||W||_F^2 / 2 (not a norm), A = W.reshape(M, 1, K);
-    * ``l12`` / ``l1inf`` with int groups s: within-class blocks of s
-      consecutive features (the last may be shorter; W is zero-padded to
-      a multiple of s, padding stays zero), A = Wpad.reshape(nb, s, K);
-    * ``l12`` / ``l1inf`` with groups="features": a group is one row of W
-      (the K weights of one feature), A = W.reshape(M, K, 1).
-
-    Parameters
-    ----------
-    name : {"l1", "l2", "l12", "l1inf"}
-    groups : None, int or "features"
-    n_features : int
-        M.
-    n_classes : int
-        K.
-    """
-
-    def __init__(self, name, groups, n_features, n_classes):
-        if name not in ("l1", "l2", "l12", "l1inf"):
-            raise ValueError(f"unknown penalty {name!r}; expected l1, l2, l12 or l1inf")
-        M, K = int(n_features), int(n_classes)
-        if M < 1 or K < 2:
-            raise ValueError(f"need n_features >= 1 and n_classes >= 2, got {M}, {K}")
-        self.name, self.groups, self.M, self.K = name, groups, M, K
-        if name in ("l1", "l2"):
-            if groups is not None:
-                raise ValueError(f"penalty {name!r} takes groups=None, got {groups!r}")
-            self.layout, self.shape = "entry", (M, 1, K)
-        elif groups == "features":
-            self.layout, self.shape = "features", (M, K, 1)
-        elif isinstance(groups, (int, np.integer)) and not isinstance(groups, bool):
-            s = int(groups)
-            if s <= 0 or s > M:
-                raise ValueError(f"group size must be in 1..{M} (n_features), got {s}")
-            nb = -(-M // s)
-            self.layout, self.shape, self.gsize, self.nb = "blocks", (nb, s, K), s, nb
-        else:
-            raise ValueError(f"penalty {name!r} needs groups = int or 'features', got {groups!r}")
-
-    # -- layout -----------------------------------------------------------
-    def to_groups(self, W):
-        """(M, K) -> view/copy of shape ``self.shape`` (axis 1 = one group)."""
-        if self.layout == "blocks":
-            pad = self.nb * self.gsize - self.M
-            if pad:
-                W = np.vstack([W, np.zeros((pad, self.K), dtype=W.dtype)])
-            return W.reshape(self.shape)
-        return W.reshape(self.shape)
-
-    def from_groups(self, A):
-        """Inverse of :meth:`to_groups`: returns (M, K)."""
-        return A.reshape(-1, self.K)[: self.M]
-
-    # -- value and dual norm ---------------------------------------------
-    def value(self, W):
-        """g(W) for W of shape (M, K)."""
-        if self.name == "l2":
-            return 0.5 * float(np.vdot(W, W))
-        if self.name == "l1":
-            return float(np.abs(W).sum())
-        A = self.to_groups(W)
-        if self.name == "l12":
-            return float(np.sqrt((A * A).sum(axis=1)).sum())
-        return float(np.abs(A).max(axis=1).sum())
-
-    def group_dual_norms(self, V):
-        """Dual norm of each group of V (M, K), shape (n1, n2).
-
-        l1 -> |v|, l12 -> ||v||_2, l1inf -> ||v||_1 (not defined for l2).
-        """
-        if self.name == "l2":
-            raise ValueError("l2 is not a norm: no dual norm")
-        A = self.to_groups(V)
-        if self.name == "l1":
-            return np.abs(A[:, 0, :])
-        if self.name == "l12":
-            return np.sqrt((A * A).sum(axis=1))
-        return np.abs(A).sum(axis=1)
-
-    def dual_norm(self, V):
-        """max over groups of :meth:`group_dual_norms` (float)."""
-        if self.name == "l1":
-            return float(np.abs(V).max()) if V.size else 0.0
-        return float(self.group_dual_norms(V).max())
-
-    # -- prox ---------------------------------------------------------------
-    def step_shape(self):
-        """Shape that a per-group step array must broadcast to: (n1, 1, n2)."""
-        return (self.shape[0], 1, self.shape[2])
-
-    def prox(self, W, step):
-        """prox of step*g at W (M, K); step: scalar or array of :meth:`step_shape`."""
-        if self.name == "l2":
-            A = self.to_groups(W)
-            return self.from_groups(A / (1.0 + step))
-        if self.name == "l1":
-            A = self.to_groups(W)
-            return self.from_groups(np.sign(A) * np.maximum(np.abs(A) - step, 0.0))
-        A = self.to_groups(W)
-        if self.name == "l12":
-            nrm = np.sqrt((A * A).sum(axis=1, keepdims=True))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                fac = np.where(nrm > step, 1.0 - step / np.where(nrm > 0, nrm, 1.0), 0.0)
-            return self.from_groups(A * fac)
-        return self.from_groups(A - project_l1_ball_axis1(A, step))
-
-
-def project_l1_ball_axis1(A, radius):
-    """Project each vector along axis 1 of A (n1, s, n2) onto the l1 ball.
-
-    Parameters
-    ----------
-    A : ndarray (n1, s, n2)
-    radius : float or ndarray broadcastable to (n1, 1, n2), > 0
-
-    Returns
-    -------
-    ndarray (n1, s, n2)
-        Vectors inside the ball unchanged; the threshold is
-        :func:`sparsesvm.model.projections._l1_ball_threshold` on the vectors as rows.
-    """
-    n1, s, n2 = A.shape
-    rows = np.ascontiguousarray(np.abs(A).transpose(0, 2, 1)).reshape(n1 * n2, s)
-    r = radius if np.ndim(radius) == 0 else np.broadcast_to(radius, (n1, 1, n2)).reshape(-1)
-    t = _l1_ball_threshold(rows, r).reshape(n1, n2)[:, None, :]
-    return np.copysign(np.maximum(np.abs(A) - t, 0.0), A)
-
-
-# ---------------------------------------------------------------------------
-def hinge_losses(TX, R):
-    """h_l((T X)_l) = max_k (TX + R)[l, k], shape (L,)."""
-    return (TX + R).max(axis=1)
 
 
 # ---------------------------------------------------------------------------
@@ -322,29 +181,41 @@ def _rel(gap, dual):
     return 0.0 if gap <= 0 else np.inf
 
 
-def _check(op, X, Y):
+def _check(op, X, Y=None):
+    """``(X, Y)`` as float arrays of the operator's shapes (Y None stays None)."""
     if not isinstance(op, MulticlassOperator):
         raise ValueError(f"op must be a sparsesvm.model.operator.MulticlassOperator, got {type(op).__name__}")
     L, M, K = op.n_samples, op.n_features, op.n_classes
     X = np.asarray(X, dtype=float)
     if X.shape != (M + 1, K):
         raise ValueError(f"X must have shape ({M + 1}, {K}), got {X.shape}")
-    Y = np.asarray(Y, dtype=float)
-    if Y.shape != (L, K):
-        raise ValueError(f"Y must have shape ({L}, {K}), got {Y.shape}")
+    if Y is not None:
+        Y = np.asarray(Y, dtype=float)
+        if Y.shape != (L, K):
+            raise ValueError(f"Y must have shape ({L}, {K}), got {Y.shape}")
     return X, Y
 
 
-def _geometry(penalty, groups, M, K):
-    """GroupGeometry from a GroupGeometry, a penalty object (``name``, ``groups``) or a name."""
-    if isinstance(penalty, GroupGeometry):
-        if (penalty.M, penalty.K) != (M, K):
-            raise ValueError(f"penalty geometry is for (M, K) = {(penalty.M, penalty.K)}, "
-                             f"the operator has {(M, K)}")
-        return penalty
+def _as_penalty(penalty, groups, M, K):
+    """The penalty object for (M, K): ``penalty`` itself, or one made from a name and ``groups``."""
     if isinstance(penalty, str):
-        return GroupGeometry(penalty, groups, M, K)
-    return GroupGeometry(penalty.name, penalty.groups, M, K)
+        return make_penalty(penalty, groups, M, K)
+    if not isinstance(penalty, Penalty):
+        raise ValueError(f"penalty must be a penalty name or a sparsesvm.model.penalties.Penalty, "
+                         f"got {type(penalty).__name__}")
+    if (penalty.n_features, penalty.n_classes) != (M, K):
+        raise ValueError(f"the penalty is for (M, K) = {(penalty.n_features, penalty.n_classes)}, "
+                         f"the operator has {(M, K)}")
+    return penalty
+
+
+def _hinge_setup(op, X, Y, penalty, groups, TX):
+    """Checked ``(X, Y)``, the penalty object, ``T X`` and the total hinge loss at X."""
+    X, Y = _check(op, X, Y)
+    pen = _as_penalty(penalty, groups, op.n_features, op.n_classes)
+    if TX is None:
+        TX = op.T(X)
+    return X, Y, pen, TX, hinge_loss(TX, op.R)
 
 
 def _dual_direction(op, a):
@@ -367,8 +238,9 @@ def hinge_reg_gap(op, X, Y, penalty, groups=None, lam=1.0, TX=None):
         Primal point (last row = biases).
     Y : ndarray (L, K)
         Any dual iterate (repaired internally to a feasible point).
-    penalty : str, GroupGeometry or Penalty
-        The regulariser (a penalty object is read through ``name`` and ``groups``).
+    penalty : str or Penalty
+        The regulariser: a name (with ``groups``) or a
+        :class:`~sparsesvm.model.penalties.Penalty` made for the operator's (M, K).
     groups : None, int or "features"
         With a penalty name only.
     lam : float
@@ -382,26 +254,21 @@ def hinge_reg_gap(op, X, Y, penalty, groups=None, lam=1.0, TX=None):
     """
     if not lam > 0:
         raise ValueError(f"lam must be > 0, got {lam}")
-    X, Y = _check(op, X, Y)
-    K, y, R = op.n_classes, op.y_idx, op.R
-    geo = _geometry(penalty, groups, op.n_features, K)
-    if TX is None:
-        TX = op.T(X)
-    loss = float(hinge_losses(TX, R).sum())
-    primal = geo.value(X[:-1]) + lam * loss
-    a = _balanced_offclass(Y, y, K, cap=lam)
+    X, Y, pen, TX, loss = _hinge_setup(op, X, Y, penalty, groups, TX)
+    primal = pen.value(X, check_input=False) + lam * loss
+    a = _balanced_offclass(Y, op.y_idx, op.n_classes, cap=lam)
     A = float(a.sum())
     if A <= 0:
         dual = 0.0
     else:
         V = _dual_direction(op, a)
         cmax = lam / float(a.sum(axis=1).max())
-        if geo.name == "l2":
+        if pen.name == "l2":
             Q = float(np.vdot(V, V))
             c = cmax if Q <= 0 else min(cmax, A / Q)
             dual = c * A - 0.5 * c * c * Q
         else:
-            dn = geo.dual_norm(V)
+            dn = pen.dual_norm(V)
             c = cmax if dn <= 0 else min(cmax, 1.0 / dn)
             dual = c * A
     gap = primal - dual
@@ -463,31 +330,26 @@ def hinge_con_gap(op, X, Y, penalty, groups=None, eta=1.0, TX=None):
     """
     if not eta > 0:
         raise ValueError(f"eta must be > 0, got {eta}")
-    X, Y = _check(op, X, Y)
-    K, y, R = op.n_classes, op.y_idx, op.R
-    geo = _geometry(penalty, groups, op.n_features, K)
-    if TX is None:
-        TX = op.T(X)
-    loss = float(hinge_losses(TX, R).sum())
-    theta = feasible_scaling(TX, R, eta)
-    gW = geo.value(X[:-1])
+    X, Y, pen, TX, loss = _hinge_setup(op, X, Y, penalty, groups, TX)
+    theta = feasible_scaling(TX, op.R, eta)
+    gW = pen.value(X, check_input=False)
     if theta is None:
         primal = np.inf
         theta = np.nan
     else:
-        primal = gW * (theta ** 2 if geo.name == "l2" else theta)
-    a = _balanced_offclass(Y, y, K)
+        primal = gW * (theta ** 2 if pen.name == "l2" else theta)
+    a = _balanced_offclass(Y, op.y_idx, op.n_classes)
     A = float(a.sum())
     dual = 0.0
     if A > 0:
         B = A - eta * float(a.sum(axis=1).max())
         if B > 0:
             V = _dual_direction(op, a)
-            if geo.name == "l2":
+            if pen.name == "l2":
                 Q = float(np.vdot(V, V))
                 dual = np.inf if Q <= 0 else 0.5 * B * B / Q
             else:
-                dn = geo.dual_norm(V)
+                dn = pen.dual_norm(V)
                 dual = np.inf if dn <= 0 else B / dn
     gap = primal - dual
     return GapResult(primal, dual, gap, _rel(gap, dual), theta, max(0.0, loss - eta), loss)
@@ -505,8 +367,8 @@ def certify(method, op, penalty, X, Y, *, lam=None, eta=None, TX=None):
         hinge-lin has the optimum of hinge-con; its dual iterate (one
         multiplier per linear constraint (l, k)) is certified the same way.
     op : MulticlassOperator
-    penalty : Penalty or GroupGeometry
-        A penalty object is read through ``name`` and ``groups``.
+    penalty : Penalty
+        Made for the operator's (M, K).
     X : ndarray (M+1, K)
     Y : ndarray (L, K)
         Dual iterate of the solver (repaired internally).
@@ -539,37 +401,26 @@ def certify(method, op, penalty, X, Y, *, lam=None, eta=None, TX=None):
 SMOOTH_METHODS = ("square", "logit", "ova")
 
 
-def _smooth_losses(method, S, y, lam):
-    """Loss value and the dual point built from its gradient at the scores S.
-
-    Returns ``(loss, U)`` with ``loss`` the (unweighted) sum of losses and
-    ``U`` (L, K) the dual point ``lam * grad``:
+def _smooth_dual_point(method, S, y, lam):
+    """The dual point ``U = lam * grad`` (L, K) of a smooth loss at the scores S (L, K).
 
     * square: ``U = 2 lam max(0, T X + R)`` off-class (0 on the class z_l);
     * logit: ``U = lam softmax(T X + R)`` off-class (0 on the class z_l);
     * ova: ``U[:, k] = 2 lam max(0, 1 - y_lk S[l, k])`` (``y_lk = +-1``),
       the multiplier magnitudes of the K binary problems.
+
+    ``T X + R`` are the :func:`~sparsesvm.model.losses.margins` of S.
     """
-    L, K = S.shape
-    ar = np.arange(L)
     if method == "ova":
-        Ypm = -np.ones((L, K))
-        Ypm[ar, y] = 1.0
-        P = np.maximum(1.0 - Ypm * S, 0.0)
-        return float(np.vdot(P, P)), 2.0 * lam * P
-    Z = S - S[ar, y][:, None] + 1.0
-    Z[ar, y] = 0.0
+        return 2.0 * lam * np.maximum(1.0 - ova_signs(y, S.shape[1]) * S, 0.0)
+    Z = margins(S, y)
     if method == "square":
-        P = np.maximum(Z, 0.0)
-        P[ar, y] = 0.0
-        return float(np.vdot(P, P)), 2.0 * lam * P
+        return 2.0 * lam * np.maximum(Z, 0.0)
     m = Z.max(axis=1, keepdims=True)
     E = np.exp(Z - m)
-    tot = E.sum(axis=1)
-    loss = float(np.sum(m[:, 0] + np.log(tot)))
-    U = lam * (E / tot[:, None])
-    U[ar, y] = 0.0
-    return loss, U
+    U = lam * (E / E.sum(axis=1)[:, None])
+    U[np.arange(S.shape[0]), y] = 0.0
+    return U
 
 
 def _xlogx(v):
@@ -633,11 +484,11 @@ def _ova_balance(U, y):
     return U * np.where(on, fpos, fneg)
 
 
-def smooth_gap_scores(method, Phi, y_idx, S, W, geo, lam):
+def smooth_gap_scores(method, Phi, y_idx, S, W, penalty, lam):
     """Certified duality gap of a smooth baseline from its scores.
 
     The core of :func:`smooth_gap`, on any feature matrix (a working-set
-    solver passes the columns of its working set and the restricted geometry).
+    solver passes the columns of its working set and the penalty made for them).
 
     Parameters
     ----------
@@ -648,8 +499,8 @@ def smooth_gap_scores(method, Phi, y_idx, S, W, geo, lam):
         Scores ``Phi W + 1 b^T`` of the point.
     W : ndarray (M, K)
         Weights of the point (biases enter through S only).
-    geo : GroupGeometry
-        For (M, K).
+    penalty : Penalty
+        Made for (M, K).
     lam : float > 0
 
     Returns
@@ -657,53 +508,59 @@ def smooth_gap_scores(method, Phi, y_idx, S, W, geo, lam):
     GapResult
     """
     y = np.asarray(y_idx)
-    L, K = S.shape
-    loss, U = _smooth_losses(method, S, y, lam)
-    primal = geo.value(W) + lam * loss
+    loss = smooth_loss(method, S, y)
+    primal = penalty.weight_value(W) + lam * loss
+    U = _smooth_dual_point(method, S, y, lam)
     if method == "ova":
-        U = _ova_balance(U, y)
-        Ypm = -np.ones((L, K))
-        Ypm[np.arange(L), y] = 1.0
-        V = np.asarray(Phi.T @ (U * Ypm))
-        A = U.sum(axis=0)
-        B = (U * U).sum(axis=0) / (4.0 * lam)
-        if geo.name == "l2":
-            Q = (V * V).sum(axis=0)
-            den = 2.0 * B + Q
-            c = np.where(den > 0, A / np.where(den > 0, den, 1.0), 0.0)
-            dual = float(np.sum(c * A - c * c * (B + 0.5 * Q)))
-        else:
-            dn = geo.group_dual_norms(V).max(axis=0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                c = np.where(B > 0, A / (2.0 * np.where(B > 0, B, 1.0)), 0.0)
-                c = np.where(dn > 0, np.minimum(c, 1.0 / np.where(dn > 0, dn, 1.0)), c)
-            dual = float(np.sum(c * A - c * c * B))
+        dual = _ova_dual(U, y, Phi, penalty, lam)
     else:
-        # exact bias condition: the class-to-class flow of U must circulate
-        U = _balanced_offclass(U, y, K, cap=lam if method == "logit" else None)
-        G = U.copy()
-        G[np.arange(L), y] = -U.sum(axis=1)
-        V = np.asarray(Phi.T @ G)
-        if geo.name == "l2":
-            Q, cmax = float(np.vdot(V, V)), np.inf
-        else:
-            dn = geo.dual_norm(V)
-            Q, cmax = 0.0, (1.0 / dn if dn > 0 else np.inf)
-        if method == "square":
-            A, B = float(U.sum()), float(np.vdot(U, U)) / (4.0 * lam)
-            den = 2.0 * B + Q
-            c = min(cmax, A / den) if den > 0 else 0.0
-            dual = c * A - c * c * (B + 0.5 * Q)
-        else:
-            s = U.sum(axis=1)
-            smax = float(s.max())
-            if smax <= 0:
-                dual = 0.0
-            else:
-                c = _logit_scale(U, s, lam, min(cmax, lam / smax), Q)
-                dual = _logit_dual_value(U, s, lam, c, Q)
+        dual = _multiclass_smooth_dual(method, U, y, Phi, penalty, lam)
     gap = primal - dual
     return GapResult(primal, dual, gap, _rel(gap, dual), 1.0, 0.0, loss)
+
+
+def _ova_dual(U, y, Phi, penalty, lam):
+    """Dual value of one-vs-all at the gradient point U (L, K): the K binary duals, each scaled best."""
+    U = _ova_balance(U, y)
+    V = np.asarray(Phi.T @ (U * ova_signs(y, U.shape[1])))
+    A = U.sum(axis=0)
+    B = (U * U).sum(axis=0) / (4.0 * lam)
+    if penalty.name == "l2":
+        Q = (V * V).sum(axis=0)
+        den = 2.0 * B + Q
+        c = np.where(den > 0, A / np.where(den > 0, den, 1.0), 0.0)
+        return float(np.sum(c * A - c * c * (B + 0.5 * Q)))
+    dn = penalty.group_dual_norms(V).max(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(B > 0, A / (2.0 * np.where(B > 0, B, 1.0)), 0.0)
+        c = np.where(dn > 0, np.minimum(c, 1.0 / np.where(dn > 0, dn, 1.0)), c)
+    return float(np.sum(c * A - c * c * B))
+
+
+def _multiclass_smooth_dual(method, U, y, Phi, penalty, lam):
+    """Dual value of square or logit at the gradient point U (L, K), made feasible and scaled best."""
+    L, K = U.shape
+    # exact bias condition: the class-to-class flow of U must circulate
+    U = _balanced_offclass(U, y, K, cap=lam if method == "logit" else None)
+    G = U.copy()
+    G[np.arange(L), y] = -U.sum(axis=1)
+    V = np.asarray(Phi.T @ G)
+    if penalty.name == "l2":
+        Q, cmax = float(np.vdot(V, V)), np.inf
+    else:
+        dn = penalty.dual_norm(V)
+        Q, cmax = 0.0, (1.0 / dn if dn > 0 else np.inf)
+    if method == "square":
+        A, B = float(U.sum()), float(np.vdot(U, U)) / (4.0 * lam)
+        den = 2.0 * B + Q
+        c = min(cmax, A / den) if den > 0 else 0.0
+        return c * A - c * c * (B + 0.5 * Q)
+    s = U.sum(axis=1)
+    smax = float(s.max())
+    if smax <= 0:
+        return 0.0
+    c = _logit_scale(U, s, lam, min(cmax, lam / smax), Q)
+    return _logit_dual_value(U, s, lam, c, Q)
 
 
 def smooth_gap(method, op, X, penalty, groups=None, lam=1.0, S=None):
@@ -742,7 +599,8 @@ def smooth_gap(method, op, X, penalty, groups=None, lam=1.0, S=None):
     method : {"square", "logit", "ova"}
     op : MulticlassOperator
     X : ndarray (M+1, K)
-    penalty : str, GroupGeometry or Penalty
+    penalty : str or Penalty
+        A name (with ``groups``) or a penalty made for the operator's (M, K).
     groups : None, int or "features"
         With a penalty name only (``"features"`` is not allowed for ova).
     lam : float > 0
@@ -757,15 +615,9 @@ def smooth_gap(method, op, X, penalty, groups=None, lam=1.0, S=None):
         raise ValueError(f"smooth_gap: method must be one of {SMOOTH_METHODS}, got {method!r}")
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam}")
-    if not isinstance(op, MulticlassOperator):
-        raise ValueError(f"op must be a sparsesvm.model.operator.MulticlassOperator, got {type(op).__name__}")
-    M, K = op.n_features, op.n_classes
-    X = np.asarray(X, dtype=float)
-    if X.shape != (M + 1, K):
-        raise ValueError(f"X must have shape ({M + 1}, {K}), got {X.shape}")
-    geo = _geometry(penalty, groups, M, K)
-    if method == "ova" and geo.layout == "features":
-        raise ValueError("ova cannot use across-class groups (groups='features')")
+    X, _ = _check(op, X)
+    pen = _as_penalty(penalty, groups, op.n_features, op.n_classes)
+    check_groups(pen.name, pen.groups, op.n_features, method)
     if S is None:
         S = op.scores(X)
-    return smooth_gap_scores(method, op.Phi, op.y_idx, S, X[:-1], geo, lam)
+    return smooth_gap_scores(method, op.Phi, op.y_idx, S, X[:-1], pen, lam)

@@ -11,7 +11,9 @@ measure (:class:`sparsesvm.solvers._RelChange`) are accumulated on the way.
 
 The kernels compute exactly the proximity operators of
 :mod:`sparsesvm.model.penalties` (tests compare them with those, which are checked
-against CVXPY); only the order of the floating-point operations differs.
+against CVXPY); only the order of the floating-point operations differs. Each
+penalty class names the branch of the kernel that computes its prox
+(:meth:`~sparsesvm.model.penalties.Penalty.compiled_form`).
 
 numba is an optional dependency (``pip install sparsesvm[fast]``; the
 workflow's conda environment has it). Without it, or with
@@ -40,7 +42,6 @@ import numpy as np
 #: smallest (M + 1) * K for which the compiled step is used
 MIN_SIZE = 10_000
 
-_KIND = {"l2": 0, "l1": 1, "l12": 2, "l1inf": 3}
 _kernel = None
 
 
@@ -112,23 +113,21 @@ def fused_step(penalty, size, force=False):
     and ``V`` float64 C-contiguous arrays of shape (M + 1, K); ``out`` may be
     ``V`` itself (each entry of V is read before it is overwritten), not
     ``X``. The kernel is compiled or loaded from the cache here, not at the
-    first call. None when the kernels are unavailable, when ``penalty`` is not
-    one of :mod:`sparsesvm.model.penalties`' own classes, or when ``size`` (the
+    first call. The kernel's branch and block argument are the penalty's
+    :meth:`~sparsesvm.model.penalties.Penalty.compiled_form`. None when the
+    kernels are unavailable, when ``penalty`` has no compiled form (not one of
+    :mod:`sparsesvm.model.penalties`' own classes), or when ``size`` (the
     number of parameters) is below :data:`MIN_SIZE` and ``force`` is False.
     """
     kernels = _kernels_for(size, force)
     if kernels is None:
         return None
+    compiled_form = getattr(penalty, "compiled_form", None)
+    form = compiled_form() if compiled_form is not None else None
+    if form is None:
+        return None  # not a penalty of the package, or a subclass with a prox of its own
+    kind, b = form
     kernel = kernels.step
-    from ..model.penalties import _CLASSES
-
-    name = getattr(penalty, "name", None)
-    if _CLASSES.get(name) is not type(penalty):
-        return None  # a penalty of the user's own: its prox is its own
-    kind = _KIND[name]
-    groups = penalty.groups
-    # within-class blocks of b rows; 0 = one row per group (across-class groups)
-    b = 0 if groups == "features" else (int(groups) if groups is not None else 1)
 
     def step(X, V, tau, out):
         if not (X.flags.c_contiguous and V.flags.c_contiguous and out.flags.c_contiguous):

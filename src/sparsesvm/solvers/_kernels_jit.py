@@ -61,7 +61,7 @@ def linf_clip(a, n, radius, s, m):
 
 @njit
 def group_scale(kind, tau, s, m, a, n):
-    """For group kinds: l12 -> the shrink factor; l1inf -> the clip level."""
+    """For group kinds: l12 (kind 2) -> the shrink factor; l1inf (kind 3) -> the clip level."""
     if kind == 2:
         nrm = np.sqrt(s)
         return max(0.0, 1.0 - tau / nrm) if nrm > 0 else 0.0
@@ -82,6 +82,13 @@ def apply(kind, u, scale, tau):
 
 @njit(_STEP_SIGNATURE)
 def step(X, V, tau, b, kind, out):
+    """``out = prox_{tau g}(X - tau V)`` (bias row: ``X - tau V``) in one pass; returns ``(||out||^2, <out, X>)``.
+
+    ``kind`` and ``b`` are the penalty's
+    :meth:`~sparsesvm.model.penalties.Penalty.compiled_form`: kind 0 l2, 1 l1,
+    2 l12, 3 l1inf (``kernel_code``); ``b`` the block size of within-class
+    groups, 0 for across-class groups (one row of W), 1 for l2 and l1.
+    """
     M = X.shape[0] - 1
     K = X.shape[1]
     nn = 0.0

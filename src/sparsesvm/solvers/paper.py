@@ -59,6 +59,7 @@ import numpy as np
 from . import _kernels
 from .._sparse import issparse
 
+from ..model.losses import hinge_loss, logistic_loss, squared_hinge_loss
 from ..model.projections import _project_epigraph_hinge, _project_halfspace, _project_simplex
 
 __all__ = [
@@ -136,27 +137,6 @@ class SolverResult:
     fit_time: float = 0.0
     trace: dict | None = field(default=None, repr=False)
     rel_gap: float = float("nan")
-
-
-# --------------------------------------------------------------------------- #
-# losses (value at X given T X); shared with tests and estimators
-# --------------------------------------------------------------------------- #
-def hinge_loss(TX, R):
-    """Total multiclass hinge ``sum_l max_k (TX + R)[l, k]`` (float)."""
-    return float(np.max(TX + R, axis=1).sum())
-
-
-def squared_hinge_loss(TX, R):
-    """``sum_l sum_{k != z_l} max(0, (TX + R)[l, k])**2``; the z_l entries are 0."""
-    P = np.maximum(TX + R, 0.0)
-    return float(np.vdot(P, P))
-
-
-def logistic_loss(TX, R):
-    """``sum_l log sum_k exp((TX + R)[l, k])`` computed stably."""
-    V = TX + R
-    m = V.max(axis=1)
-    return float(np.sum(m + np.log(np.exp(V - m[:, None]).sum(axis=1))))
 
 
 # --------------------------------------------------------------------------- #
@@ -677,9 +657,10 @@ def _grad_logit(TV, R):
 def _smooth_rel_gap(method, Phi, y_idx, penalty, lam, X, S=None):
     """Certified relative duality gap of a smooth baseline at X
     (:func:`sparsesvm.model.certificates.smooth_gap_scores`)."""
-    from ..model.certificates import GroupGeometry, smooth_gap_scores
+    from ..model.certificates import smooth_gap_scores
+    from ..model.penalties import make_penalty
 
-    geo = GroupGeometry(penalty.name, penalty.groups, X.shape[0] - 1, X.shape[1])
+    geo = make_penalty(penalty.name, penalty.groups, X.shape[0] - 1, X.shape[1])
     if S is None:
         S = np.asarray(Phi @ X[:-1]) + X[-1]
     return float(smooth_gap_scores(method, Phi, y_idx, S, X[:-1], geo, lam).rel_gap)

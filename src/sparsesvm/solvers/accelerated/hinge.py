@@ -72,7 +72,8 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from . import l2dual as _l2dual
-from ...model.certificates import GroupGeometry, hinge_con_gap, hinge_reg_gap
+from ...model.certificates import hinge_con_gap, hinge_reg_gap
+from ...model.penalties import make_penalty
 from ...core import register_solver
 from ...model.operator import MulticlassOperator
 from ...model.projections import _project_simplex
@@ -244,7 +245,7 @@ class _Problem:
     ----------
     op : MulticlassOperator
         The operator T of the (restricted) problem, features (L, M).
-    geo : GroupGeometry
+    geo : Penalty
         Geometry of the penalty on the M features of ``op``.
     kind : {"reg", "con"}
     par : float
@@ -281,7 +282,7 @@ class _Problem:
         """||D_y^(1/2) T D_x^(1/2)|| by power iteration (times 1.01)."""
         op = self.op
         rng = np.random.default_rng(0)
-        dxW = self.geo.from_groups(np.broadcast_to(self.dx, self.geo.shape))
+        dxW = self.geo.from_groups(np.broadcast_to(self.dx, self.geo.group_shape))
         sx = np.sqrt(np.vstack([dxW, self.db[None, :]]))  # (M+1, K)
         X = rng.standard_normal((self.M + 1, self.K))
         est = 0.0
@@ -328,7 +329,7 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None):
 
     def primal_step(X, V):
         Xn = np.empty_like(X)
-        Xn[:-1] = geo.prox(X[:-1] - geo.from_groups(tx * geo.to_groups(V[:-1])), tx)
+        Xn[:-1] = geo.weight_prox(X[:-1] - geo.from_groups(tx * geo.to_groups(V[:-1])), tx)
         Xn[-1] = X[-1] - tb * V[-1]
         return Xn
 
@@ -397,9 +398,9 @@ def _unit_scores(geo, V):
 def _unit_columns(geo, units):
     """Feature columns of the sorted units."""
     if geo.layout == "blocks":
-        s = geo.gsize
+        s = geo.group_shape[1]
         cols = (units[:, None] * s + np.arange(s)[None, :]).ravel()
-        return cols[cols < geo.M]
+        return cols[cols < geo.n_features]
     return units
 
 
@@ -433,13 +434,13 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
     if settings["precondition"] not in ("none", "diag"):
         raise ValueError(f"precondition must be 'none' or 'diag', got {settings['precondition']!r}")
     L, M = Phi.shape
-    geo = GroupGeometry(penalty, groups, M, K)
+    geo = make_penalty(penalty, groups, M, K)
     inner = settings["inner"]
     if inner == "auto":
         if geo.name in ("l1", "l1inf"):
             inner = "cg"
         elif geo.name == "l12":  # polyhedral atoms approximate small groups' balls well
-            small = geo.shape[1] <= L12_CG_MAX_GROUP and L * (K - 1) <= L12_CG_MAX_ROWS
+            small = geo.group_shape[1] <= L12_CG_MAX_GROUP and L * (K - 1) <= L12_CG_MAX_ROWS
             inner = "cg" if small else "pdhg"
         else:  # the dual QP's Hessian has full rank (generically) when M >= L
             inner = ("qp" if _highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
@@ -535,7 +536,7 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
                 break
         # HiGHS failed or its tolerances were not enough: PDHG from the QP's point
     use_ws = bool(settings["working_set"]) and geo.name != "l2"
-    n_units = geo.nb if geo.layout == "blocks" else M
+    n_units = geo.group_shape[0] if geo.layout == "blocks" else M
     if use_ws:
         # initial working set from a dual guess: a = r (times lambda / (K - 1) for hinge-reg)
         a0 = op.R * (par / (K - 1) if kind == "reg" else 1.0)
@@ -553,7 +554,7 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         full = len(cols) == M
         rows = np.append(cols, M)  # restricted weights and the biases
         op_s = op if full else MulticlassOperator(Phi[:, cols], y, K)
-        geo_s = geo if full else GroupGeometry(penalty, groups, len(cols), K)
+        geo_s = geo if full else make_penalty(penalty, groups, len(cols), K)
         prob = _Problem(op_s, geo_s, kind, par, settings["precondition"])
         if omega is None:
             # dual scale / primal scale at the first guess
@@ -676,11 +677,11 @@ def hinge_con(Phi, y_idx, n_classes, penalty="l1", groups=None, eta=1.0, tol=1e-
 # atomic column generation with an exact LP master (l1, l1inf)
 def _atom_entries(geo, gid):
     """(j, k) index arrays of the entries of group gid (padding dropped) and their slots."""
-    n1, s, n2 = geo.shape
+    n1, s, n2 = geo.group_shape
     i1, i2 = divmod(int(gid), n2)
     flat = i1 * s * n2 + np.arange(s) * n2 + i2
-    j, k = np.divmod(flat, geo.K)
-    keep = j < geo.M
+    j, k = np.divmod(flat, geo.n_classes)
+    keep = j < geo.n_features
     return j[keep], k[keep], np.flatnonzero(keep)
 
 
@@ -837,10 +838,10 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
     rnd = 0
     for rnd in range(max_rounds):
         cw, b, mult, slack = master.solve()
-        A = np.zeros(geo.shape)
+        A = np.zeros(geo.group_shape)
         for (gid, slots, sig), cv in zip(atoms, cw):
             if cv != 0.0:
-                i1, i2 = divmod(gid, geo.shape[2])
+                i1, i2 = divmod(gid, geo.group_shape[2])
                 A[i1, slots, i2] += cv * sig
         X = np.vstack([geo.from_groups(A), b[None, :]])
         a = np.zeros((L, K))
@@ -867,7 +868,7 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
         for gid in order:
             if gdn[gid] <= 1.0 + 1e-9 or len(new) >= n_add:
                 break
-            i1, i2 = divmod(int(gid), geo.shape[2])
+            i1, i2 = divmod(int(gid), geo.group_shape[2])
             js, ks, slots = _atom_entries(geo, gid)
             v = Vg[i1, slots, i2]
             # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G

@@ -51,7 +51,8 @@ import time
 import numpy as np
 
 from ..._sparse import issparse
-from ...model.certificates import SMOOTH_METHODS, GroupGeometry, smooth_gap_scores
+from ...model.certificates import SMOOTH_METHODS, smooth_gap_scores
+from ...model.penalties import make_penalty
 
 __all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON"]
 
@@ -278,8 +279,8 @@ class _Units:
     """The coordinate blocks of W, their columns of Phi and their steps."""
 
     def __init__(self, Phi, geo):
-        M, K = geo.M, geo.K
-        self.size = geo.gsize if geo.layout == "blocks" else 1
+        M, K = geo.n_features, geo.n_classes
+        self.size = geo.group_shape[1] if geo.layout == "blocks" else 1
         self.starts = np.arange(0, M, self.size)
         self.stops = np.minimum(self.starts + self.size, M)
         self.n = self.starts.size
@@ -314,11 +315,11 @@ class _Units:
         if g is None:
             geo = self.geo
             if geo.layout == "entry":
-                g = GroupGeometry(geo.name, None, n_rows, geo.K)
+                g = make_penalty(geo.name, None, n_rows, geo.n_classes)
             elif geo.layout == "features":
-                g = GroupGeometry(geo.name, "features", n_rows, geo.K)
+                g = make_penalty(geo.name, "features", n_rows, geo.n_classes)
             else:
-                g = GroupGeometry(geo.name, n_rows, n_rows, geo.K)
+                g = make_penalty(geo.name, n_rows, n_rows, geo.n_classes)
             self._geos[n_rows] = g
         return g
 
@@ -326,8 +327,8 @@ class _Units:
         """Geometry of the working-set problem on the given rows."""
         geo, m = self.geo, len(rows)
         if geo.layout == "blocks":
-            return GroupGeometry(geo.name, min(geo.gsize, m), m, geo.K)
-        return GroupGeometry(geo.name, geo.groups, m, geo.K)
+            return make_penalty(geo.name, min(geo.group_shape[1], m), m, geo.n_classes)
+        return make_penalty(geo.name, geo.groups, m, geo.n_classes)
 
     def cols(self, u):
         """``(idx, P)``: the rows of samples the unit touches (slice for dense) and
@@ -384,7 +385,7 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
     y_idx : int ndarray (L,)
     n_classes : int
         K.
-    geo : GroupGeometry
+    geo : Penalty
         The penalty, for (M, K) (``"features"`` groups not with ova).
     lam : float > 0
         lambda = 1 / alpha.
@@ -529,7 +530,7 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
                 Wu = W[a:e]
                 step = 1.0 / lip[u]
                 grad = P.T @ Gs[idx]
-                new = units.unit_geo(e - a).prox(Wu - (step * lam) * grad, step)
+                new = units.unit_geo(e - a).weight_prox(Wu - (step * lam) * grad, step)
                 d = new - Wu
                 if np.any(d):
                     W[a:e] = new
@@ -552,8 +553,8 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
                     Wa = xa[:-K].reshape(rows.size, K)
                     ba = xa[-K:]
                     Sa = np.asarray(Phi_ws @ Wa) + ba
-                    cur = sub_geo.value(W[rows]) + lam * _loss(method, S, y, Ypm)
-                    new_obj = sub_geo.value(Wa) + lam * _loss(method, Sa, y, Ypm)
+                    cur = sub_geo.weight_value(W[rows]) + lam * _loss(method, S, y, Ypm)
+                    new_obj = sub_geo.weight_value(Wa) + lam * _loss(method, Sa, y, Ypm)
                     if new_obj < cur:
                         W[rows] = Wa
                         b[:] = ba
@@ -601,7 +602,7 @@ def _estimator_adapter(method):
 
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
-        geo = GroupGeometry(penalty.name, penalty.groups, op.n_features, op.n_classes)
+        geo = make_penalty(penalty.name, penalty.groups, op.n_features, op.n_classes)
         r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, 1.0 / alpha, tol=tol,
                   max_iter=max_iter, trace=bool(trace), reference=reference)
         tr = None
