@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from conftest import make_random_problem
-from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.operator import MulticlassOperator, power_norm
 
 
 def make_problem(L, M, K, seed=0, density=None):
@@ -161,3 +161,26 @@ def test_bad_inputs_raise():
         op.norm(rng="seed", method="power")
     with pytest.raises(ValueError, match="method"):
         op.norm(method="lanczos")
+
+
+@pytest.mark.parametrize("shape", [(30, 7), (7, 30), (1, 5), (40, 40)])
+def test_power_norm_is_the_spectral_norm(shape):
+    rng = np.random.default_rng(sum(shape))
+    A = rng.standard_normal(shape)
+    est = power_norm(lambda x: A @ x, lambda u: A.T @ u, (shape[1],), max_iter=5000, tol=1e-13)
+    assert est == pytest.approx(np.linalg.norm(A, 2), rel=1e-9)
+    assert est <= np.linalg.norm(A, 2) * (1 + 1e-12)  # a lower bound
+    # few iterations: still a lower bound; a generator or a seed gives the same start
+    rough = power_norm(lambda x: A @ x, lambda u: A.T @ u, (shape[1],), max_iter=2)
+    assert rough <= np.linalg.norm(A, 2) * (1 + 1e-12)
+    assert power_norm(lambda x: A @ x, lambda u: A.T @ u, (shape[1],), rng=3) == power_norm(
+        lambda x: A @ x, lambda u: A.T @ u, (shape[1],), rng=np.random.default_rng(3))
+
+
+def test_power_norm_of_a_map_on_matrices_and_of_zero():
+    rng = np.random.default_rng(2)
+    B = rng.standard_normal((6, 4))
+    # X (4, 3) -> B X: its norm is ||B||
+    est = power_norm(lambda X: B @ X, lambda U: B.T @ U, (4, 3), max_iter=5000, tol=1e-13)
+    assert est == pytest.approx(np.linalg.norm(B, 2), rel=1e-9)
+    assert power_norm(lambda x: 0.0 * x, lambda u: 0.0 * u, (5,)) == 0.0

@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from sparsesvm.model.penalties import make_penalty
+from sparsesvm.model.penalties import L1Penalty, check_groups, make_penalty
 
 # (name, groups, M, K): blocks dividing M, a shorter last block, size 1, size M, across classes
 CASES = [
@@ -257,3 +257,117 @@ def test_unit_blocks_are_soft_thresholding_and_input_untouched(K):
             if groups == 1 or (groups == "features" and K == 1):
                 np.testing.assert_allclose(P[:-1], soft, atol=1e-14)
                 np.testing.assert_allclose(pen.value(X), np.abs(X[:-1]).sum(), rtol=1e-12)
+
+
+def direct_group_dual_norms(name, groups, V):
+    """Dual norm of every group, from the explicit group lists (l1: every entry)."""
+    if name == "l1":
+        return np.abs(V).ravel()
+    norms = []
+    for grp in group_index_lists(groups, *V.shape):
+        v = np.array([V[e] for e in grp])
+        norms.append(np.linalg.norm(v) if name == "l12" else np.abs(v).sum())
+    return np.array(norms)
+
+
+@pytest.mark.parametrize("name,groups,M,K", [c for c in CASES if c[0] != "l2"])
+def test_dual_norm_is_the_polar_of_the_penalty(name, groups, M, K):
+    rng = np.random.default_rng(5)
+    pen = make_penalty(name, groups, M, K)
+    V = rng.standard_normal((M, K))
+    dn = pen.dual_norm(V)
+    assert dn == pytest.approx(direct_group_dual_norms(name, groups, V).max(), rel=1e-12)
+    for _ in range(200):
+        W = rng.standard_normal((M, K)) * (rng.random((M, K)) < 0.5)
+        assert abs(np.vdot(V, W)) <= dn * pen.weight_value(W) + 1e-12
+    # Moreau: prox_g(V) + P_{dual ball}(V) = V, i.e. V - prox lies in the unit dual ball
+    assert pen.dual_norm(V - pen.weight_prox(V, 1.0)) <= 1 + 1e-12
+    with pytest.raises(ValueError, match="not a norm"):
+        make_penalty("l2", None, M, K).dual_norm(V)
+
+
+@pytest.mark.parametrize("name,groups,M,K", CASES)
+def test_group_layout_holds_the_groups(name, groups, M, K):
+    """to_groups puts group (i1, i2) (flat index i1 * n2 + i2) on axis 1; group_dual_norms
+    and per-group steps follow that order; from_groups inverts it."""
+    rng = np.random.default_rng(9)
+    pen = make_penalty(name, groups, M, K)
+    W = rng.standard_normal((M, K))
+    A = pen.to_groups(W)
+    assert A.shape == pen.group_shape
+    np.testing.assert_array_equal(pen.from_groups(A), W)
+    n1, s, n2 = pen.group_shape
+    lists = group_index_lists(groups, M, K) or [[(j, k)] for j in range(M) for k in range(K)]
+    assert len(lists) == n1 * n2
+    by_flat = {}
+    for grp in lists:  # locate each explicit group in the layout by its entries
+        vals = sorted(W[e] for e in grp)
+        hits = [i for i in range(n1 * n2)
+                if sorted(A[i // n2, :, i % n2][:len(grp)]) == vals]
+        assert hits
+        by_flat[hits[0]] = grp
+    assert sorted(by_flat) == list(range(n1 * n2))
+    if name != "l2":  # group (i1, i2) has the dual norm of its own entries
+        own = [np.array([W[e] for e in by_flat[i]]) for i in range(n1 * n2)]
+        dual = np.abs if name == "l1" else (np.linalg.norm if name == "l12" else
+                                             lambda v: np.abs(v).sum())
+        np.testing.assert_allclose(pen.group_dual_norms(W).ravel(),
+                                   [float(np.sum(dual(v))) for v in own], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,groups,M,K", CASES)
+def test_prox_with_per_group_steps_is_the_prox_of_each_group(name, groups, M, K):
+    """The prox is separable over groups: with one step per group, each group is the
+    scalar-step prox of that group (the scalar prox is checked against CVXPY above)."""
+    rng = np.random.default_rng(13)
+    pen = make_penalty(name, groups, M, K)
+    X = _X(rng, M, K, scale=1.5)
+    steps = rng.uniform(0.0, 2.0, size=pen.step_shape())
+    P = pen.prox(X, steps)
+    np.testing.assert_array_equal(P[-1], X[-1])
+    np.testing.assert_array_equal(pen.weight_prox(X[:-1], steps), P[:-1])
+    n1, _, n2 = pen.group_shape
+    mask = np.zeros(pen.group_shape)
+    for i in range(n1 * n2):
+        mask[:] = 0.0
+        mask[i // n2, :, i % n2] = 1.0
+        entries = pen.from_groups(mask) == 1.0
+        want = pen.prox(X, float(steps[i // n2, 0, i % n2]))[:-1][entries]
+        np.testing.assert_allclose(P[:-1][entries], want, rtol=1e-14, atol=1e-15)
+    with pytest.raises(ValueError, match="one step per group"):
+        pen.prox(X, steps[:-1])
+    with pytest.raises(ValueError, match="every group"):
+        pen.prox(X, -steps)
+
+
+def test_compiled_form_is_declared_by_the_class():
+    forms = {(n, g): make_penalty(n, g, 12, 3).compiled_form()
+             for n, g in (("l2", None), ("l1", None), ("l12", 4), ("l1inf", 4),
+                          ("l12", "features"), ("l1inf", "features"))}
+    assert forms == {("l2", None): (0, 1), ("l1", None): (1, 1), ("l12", 4): (2, 4),
+                     ("l1inf", 4): (3, 4), ("l12", "features"): (2, 0),
+                     ("l1inf", "features"): (3, 0)}
+
+    class MyL1(L1Penalty):  # a prox of its own: no compiled form
+        def _prox(self, W, tau, out):
+            out[:] = W
+
+    assert MyL1(2, 2).compiled_form() is None
+
+
+def test_check_groups_normalises_and_names_the_rule():
+    assert check_groups("l1inf", np.int64(1000)) == 1000
+    assert type(check_groups("l1inf", np.int64(3), 8)) is int
+    assert check_groups("l12", "features", None, "square") == "features"
+    assert check_groups("l2", None, None, "ova") is None
+    for args, match in ((("l12", 0), r"group size must be in 1..n_features, got groups=0"),
+                        (("l12", 9, 8), r"group size must be in 1..n_features=8, got groups=9"),
+                        (("l1", 2), "takes groups=None"),
+                        (("l1inf", None), "needs groups"),
+                        (("l12", "rows"), "int block size or 'features'"),
+                        (("l12", 2.0), "int block size or 'features'"),
+                        (("l12", np.bool_(True)), "int block size or 'features'"),
+                        (("l12", "features", 8, "ova"), "ova.*across-class"),
+                        (("l0", None), "unknown penalty")):
+        with pytest.raises(ValueError, match=match):
+            check_groups(*args)

@@ -18,7 +18,7 @@ import numbers
 import numpy as np
 from .._sparse import issparse
 
-__all__ = ["MulticlassOperator", "EXACT_NORM_MAX_SIZE", "MAX_NORM"]
+__all__ = ["MulticlassOperator", "power_norm", "EXACT_NORM_MAX_SIZE", "MAX_NORM"]
 
 #: ``MulticlassOperator.norm`` computes ``||T||`` exactly (eigenvalues of the
 #: (L K) x (L K) matrix ``T T^T``) up to this ``n_samples * n_classes``, by power
@@ -27,6 +27,133 @@ EXACT_NORM_MAX_SIZE = 600
 #: Largest ``||T||`` the solvers can use: their step sizes and Lipschitz constants hold
 #: ``||T||**2`` times ``1/alpha``, which must stay finite in float64 (max ~1.8e308).
 MAX_NORM = 1e150
+
+
+def power_norm(matvec, rmatvec, shape, *, max_iter=200, tol=1e-6, rng=None):
+    """Norm ``||A||`` (largest singular value) of a linear map by power iteration on ``A^T A``.
+
+    Parameters
+    ----------
+    matvec : callable
+        ``x -> A x`` for ``x`` of shape ``shape``.
+    rmatvec : callable
+        ``u -> A^T u``, an array of shape ``shape`` (not modified here).
+    shape : tuple of int
+        Shape of the domain of A (e.g. ``(M + 1, K)`` for T, ``(M + 1,)`` for a matrix).
+    max_iter : int, default=200
+        Maximum number of iterations (one ``matvec`` and one ``rmatvec`` each).
+    tol : float, default=1e-6
+        Stop when the estimate changes by at most ``tol`` times itself.
+    rng : None, int or numpy.random.Generator, default=None
+        Source of the random start (None: seed 0, reproducible).
+
+    Returns
+    -------
+    float
+        The estimate, a lower bound that increases towards ``||A||``; 0 when
+        an iterate falls in the null space of A.
+
+    Notes
+    -----
+    With ``x`` of unit norm, both ``||A x||`` and ``sqrt(||A^T A x||)`` are
+    lower bounds of ``||A||``; the larger one is the estimate, and
+    ``x <- A^T A x / ||A^T A x||`` converges to the top right singular vector.
+    Callers that need ``tau * sigma * ||A||^2 <= 1`` should keep a small margin
+    (e.g. multiply the estimate by 1.01).
+    """
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(
+        0 if rng is None else rng)
+    x = gen.standard_normal(shape)
+    x /= np.linalg.norm(x)
+    est = 0.0
+    for _ in range(max_iter):
+        Ax = matvec(x)
+        new = float(np.linalg.norm(Ax))
+        x = rmatvec(Ax)
+        nx = np.linalg.norm(x)
+        if nx == 0.0:  # A x = 0: x in the null space (e.g. Phi = 0 and equal biases)
+            return 0.0
+        x = x / nx
+        # sqrt(||A^T A x||) >= ||A x|| for unit x; use the larger one
+        new = max(new, float(np.sqrt(nx)))
+        if abs(new - est) <= tol * max(new, 1e-300):
+            return new
+        est = new
+    return est
+
+
+def _check_features(Phi):
+    """``Phi`` as C-contiguous float64 or CSR float64 (duplicates summed), checked.
+
+    Parameters
+    ----------
+    Phi : array_like or scipy.sparse matrix, shape (L, M)
+
+    Returns
+    -------
+    ndarray or scipy.sparse.csr_matrix, shape (L, M)
+    """
+    if issparse(Phi):
+        import scipy.sparse as sp
+
+        if Phi.ndim != 2:
+            raise ValueError(f"Phi must be 2-D, got shape {Phi.shape}")
+        if not (np.issubdtype(Phi.dtype, np.floating) or np.issubdtype(Phi.dtype, np.integer)
+                or Phi.dtype == bool):
+            raise ValueError(f"Phi must be real numeric, got dtype {Phi.dtype}")
+        Phi = sp.csr_matrix(Phi, dtype=np.float64)
+        if not np.all(np.isfinite(Phi.data)):
+            raise ValueError("Phi contains NaN or inf")
+        Phi.sum_duplicates()
+    else:
+        Phi = np.asarray(Phi)
+        if Phi.dtype == object or not (
+            np.issubdtype(Phi.dtype, np.floating) or np.issubdtype(Phi.dtype, np.integer)
+            or Phi.dtype == bool
+        ):
+            raise ValueError(f"Phi must be real numeric, got dtype {Phi.dtype}")
+        if Phi.ndim != 2:
+            raise ValueError(f"Phi must be 2-D (n_samples, n_features), got shape {Phi.shape}")
+        Phi = np.ascontiguousarray(Phi, dtype=np.float64)
+        if not np.all(np.isfinite(Phi)):
+            raise ValueError("Phi contains NaN or inf")
+    L, M = Phi.shape
+    if L < 1 or M < 1:
+        raise ValueError(f"Phi must have at least one sample and one feature, got shape {Phi.shape}")
+    return Phi
+
+
+def _check_labels(y_idx, L, K):
+    """Class indices as a new int64 array of shape (L,), each in ``0..K-1``."""
+    y = np.asarray(y_idx)
+    if y.ndim != 1:
+        raise ValueError(f"y_idx must be 1-D, got shape {y.shape}")
+    if y.shape[0] != L:
+        raise ValueError(
+            f"y_idx has length {y.shape[0]} but Phi has {L} samples"
+        )
+    if not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise ValueError(f"y_idx must contain integer class indices, got dtype {y.dtype}")
+    y = y.astype(np.int64, copy=True)
+    if y.size and (y.min() < 0 or y.max() >= K):
+        raise ValueError(
+            f"y_idx must lie in 0..{K - 1} (n_classes={K}), got range "
+            f"[{y.min()}, {y.max()}]"
+        )
+    return y
+
+
+def _as_float64(A, shape, name, shape_name):
+    """``A`` as a float64 array of ``shape`` (converted only when needed); ValueError naming it otherwise."""
+    A = np.asarray(A)
+    if A.shape != shape:
+        raise ValueError(f"{name} must have shape {shape_name} = {shape}, got {A.shape}")
+    if A.dtype != np.float64:
+        A = A.astype(np.float64)
+    return A
 
 
 class MulticlassOperator:
@@ -83,52 +210,9 @@ class MulticlassOperator:
             raise ValueError(f"n_classes must be >= 2, got {n_classes}")
         K = int(n_classes)
 
-        if issparse(Phi):
-            import scipy.sparse as sp
-
-            if Phi.ndim != 2:
-                raise ValueError(f"Phi must be 2-D, got shape {Phi.shape}")
-            if not (np.issubdtype(Phi.dtype, np.floating) or np.issubdtype(Phi.dtype, np.integer)
-                    or Phi.dtype == bool):
-                raise ValueError(f"Phi must be real numeric, got dtype {Phi.dtype}")
-            Phi = sp.csr_matrix(Phi, dtype=np.float64)
-            if not np.all(np.isfinite(Phi.data)):
-                raise ValueError("Phi contains NaN or inf")
-            Phi.sum_duplicates()
-        else:
-            Phi = np.asarray(Phi)
-            if Phi.dtype == object or not (
-                np.issubdtype(Phi.dtype, np.floating) or np.issubdtype(Phi.dtype, np.integer)
-                or Phi.dtype == bool
-            ):
-                raise ValueError(f"Phi must be real numeric, got dtype {Phi.dtype}")
-            if Phi.ndim != 2:
-                raise ValueError(f"Phi must be 2-D (n_samples, n_features), got shape {Phi.shape}")
-            Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-            if not np.all(np.isfinite(Phi)):
-                raise ValueError("Phi contains NaN or inf")
+        Phi = _check_features(Phi)
         L, M = Phi.shape
-        if L < 1 or M < 1:
-            raise ValueError(f"Phi must have at least one sample and one feature, got shape {Phi.shape}")
-
-        y = np.asarray(y_idx)
-        if y.ndim != 1:
-            raise ValueError(f"y_idx must be 1-D, got shape {y.shape}")
-        if y.shape[0] != L:
-            raise ValueError(
-                f"y_idx has length {y.shape[0]} but Phi has {L} samples"
-            )
-        if not np.issubdtype(y.dtype, np.integer):
-            if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-                y = y.astype(np.int64)
-            else:
-                raise ValueError(f"y_idx must contain integer class indices, got dtype {y.dtype}")
-        y = y.astype(np.int64, copy=True)
-        if y.size and (y.min() < 0 or y.max() >= K):
-            raise ValueError(
-                f"y_idx must lie in 0..{K - 1} (n_classes={K}), got range "
-                f"[{y.min()}, {y.max()}]"
-            )
+        y = _check_labels(y_idx, L, K)
 
         self.Phi = Phi
         self._sparse = issparse(Phi)
@@ -160,22 +244,11 @@ class MulticlassOperator:
 
     # ------------------------------------------------------------------ #
     def _check_X(self, X):
-        X = np.asarray(X)
-        shape = (self.n_features + 1, self.n_classes)
-        if X.shape != shape:
-            raise ValueError(f"X must have shape (n_features + 1, n_classes) = {shape}, got {X.shape}")
-        if X.dtype != np.float64:
-            X = X.astype(np.float64)
-        return X
+        return _as_float64(X, (self.n_features + 1, self.n_classes), "X",
+                           "(n_features + 1, n_classes)")
 
     def _check_Y(self, Y):
-        Y = np.asarray(Y)
-        shape = (self.n_samples, self.n_classes)
-        if Y.shape != shape:
-            raise ValueError(f"Y must have shape (n_samples, n_classes) = {shape}, got {Y.shape}")
-        if Y.dtype != np.float64:
-            Y = Y.astype(np.float64)
-        return Y
+        return _as_float64(Y, (self.n_samples, self.n_classes), "Y", "(n_samples, n_classes)")
 
     def scores(self, X):
         """Scores ``S = Phi @ X[:-1] + X[-1]``.
@@ -247,7 +320,7 @@ class MulticlassOperator:
             Source of the random start; None means seed 0 (reproducible).
             Results for None/int seeds are cached per (max_iter, tol, seed).
         method : {"auto", "exact", "power"}, default="auto"
-            ``"exact"``: :meth:`exact_norm`; ``"power"``: power iteration on
+            ``"exact"``: :meth:`exact_norm`; ``"power"``: :func:`power_norm` on
             ``T^T T`` (``max_iter``, ``tol``, ``rng`` apply to it only);
             ``"auto"``: exact when ``n_samples * n_classes <=``
             :data:`EXACT_NORM_MAX_SIZE` (cheaper than the power iteration there),
@@ -289,25 +362,8 @@ class MulticlassOperator:
         else:
             raise ValueError(f"rng must be None, an int seed or a numpy Generator, got {rng!r}")
 
-        x = gen.standard_normal((self.n_features + 1, self.n_classes))
-        x /= np.linalg.norm(x)
-        est = 0.0
-        for _ in range(int(max_iter)):
-            Tx = self.T(x)
-            new = float(np.linalg.norm(Tx))
-            x = self.T_adjoint(Tx)
-            nx = np.linalg.norm(x)
-            if nx == 0.0:  # T x = 0: x in the null space (e.g. Phi = 0 and equal biases)
-                new = 0.0
-                est = new
-                break
-            x /= nx
-            # sqrt(||T^T T x||) >= ||T x|| for unit x; use the larger one
-            new = max(new, float(np.sqrt(nx)))
-            if abs(new - est) <= tol * max(new, 1e-300):
-                est = new
-                break
-            est = new
+        est = power_norm(self.T, self.T_adjoint, (self.n_features + 1, self.n_classes),
+                         max_iter=int(max_iter), tol=tol, rng=gen)
         est = self._usable(est)
         self.norm_ = est
         if key is not None:
