@@ -106,6 +106,13 @@ def _radius(radius, n_rows, name="radius", strictly_positive=False):
     return r
 
 
+def _rows_and_radius(V, radius):
+    """Checked ``(V, radius)`` of a row-wise projection: V (L, K) as a float array, radius per row or scalar."""
+    V = _as_matrix(V, "V")
+    r = _radius(radius, V.shape[0])
+    return V.astype(_float_dtype(V), copy=False), r
+
+
 # --------------------------------------------------------------------------- #
 # unchecked kernels (float arrays in, same dtype out)
 # --------------------------------------------------------------------------- #
@@ -228,6 +235,17 @@ def _l1_ball_threshold(A, radius, overwrite=False):
         # candidates are many on average: sorting the rows outside the ball is cheaper
         _sort_rows(A, r, outside, t, overwrite)
         return t.astype(dt)[:, None]
+    _threshold_from_candidates(A, r, cand, outside, t)
+    return t.astype(dt)[:, None]
+
+
+def _threshold_from_candidates(A, r, cand, outside, t):
+    """The threshold of :func:`_l1_ball_threshold` for the rows ``outside`` the ball, into ``t`` (n,).
+
+    Rows with few candidates (``cand``, the entries at or above the lower bound
+    of the root) run Newton's method on them; the other rows are sorted.
+    """
+    n, K = A.shape
     flat = np.flatnonzero(cand)
     rows = flat // K
     few = outside & (np.bincount(rows, minlength=n) <= max(1, int(_FEW_CANDIDATES * K)))
@@ -252,7 +270,6 @@ def _l1_ball_threshold(A, radius, overwrite=False):
                 break
             count = new
         t[few] = np.maximum(tf[few], 0.0)
-    return t.astype(dt)[:, None]
 
 
 def _project_halfspace(z, eta):
@@ -322,10 +339,7 @@ def project_simplex(V, radius):
     :math:`t = (c_\\rho - \\lambda)/\\rho` (sort-based; Held et al. 1974,
     Condat 2016). The cost is one sort per row, :math:`O(L K \\log K)`.
     """
-    V = _as_matrix(V, "V")
-    r = _radius(radius, V.shape[0])
-    dt = _float_dtype(V)
-    return _project_simplex(V.astype(dt, copy=False), r)
+    return _project_simplex(*_rows_and_radius(V, radius))
 
 
 def project_l1_ball(V, radius):
@@ -355,10 +369,7 @@ def project_l1_ball(V, radius):
     P_{S_r}(|v|)` (Duchi et al. 2008); the threshold by
     :func:`_l1_ball_threshold` (Newton on few candidates, or a sort per row).
     """
-    V = _as_matrix(V, "V")
-    r = _radius(radius, V.shape[0])
-    dt = _float_dtype(V)
-    return _project_l1_ball(V.astype(dt, copy=False), r)
+    return _project_l1_ball(*_rows_and_radius(V, radius))
 
 
 def project_halfspace(z, eta):
