@@ -40,7 +40,10 @@ certified bounds on the suboptimality of the returned primal point.
 
 The gap functions take the problem as a
 :class:`~sparsesvm.model.operator.MulticlassOperator` (``op.T``, ``op.T_adjoint``,
-``op.R``), the same object the solvers iterate with.
+``op.R``), the same object the solvers iterate with, and the regulariser as a
+:class:`~sparsesvm.model.penalties.Penalty` (or its name and groups), whose
+``value``, ``dual_norm`` and ``group_dual_norms`` they use; the losses are those
+of :mod:`sparsesvm.model.losses`.
 """
 
 from dataclasses import dataclass
