@@ -43,9 +43,10 @@ The issue-11 shapes: ``--problems mnist --L 30 50 100`` (E2/E4),
 
 from __future__ import annotations
 
+import _harness as h  # first: one BLAS thread before numpy is imported
+
 import argparse
 import json
-import sys
 import time
 
 import numpy as np
@@ -55,55 +56,8 @@ import scipy.sparse as sp
 #: ``--clock cpu``, robust to a shared machine's load) or ``time.perf_counter`` (wall)
 CLOCK = time.process_time
 
-from sparsesvm import solvers
-from sparsesvm.solvers import _kernels
-from sparsesvm.model.operator import MulticlassOperator
-from sparsesvm.model.penalties import make_penalty
-
-
-# --------------------------------------------------------------------------- #
-# problems
-# --------------------------------------------------------------------------- #
-def mnist_like(rng, L=100, K=10, channels=81, positions=49, noise=1.0):
-    """Non-negative, class-structured dense features, position-major layout."""
-    M = channels * positions
-    y = np.arange(L) % K
-    means = np.abs(rng.standard_normal((K, M))) * (rng.random((K, M)) < 0.3)
-    Phi = np.abs(means[y] + noise * rng.standard_normal((L, M)))
-    Phi /= np.linalg.norm(Phi, axis=1, keepdims=True)
-    return Phi, y, K
-
-
-def news20_like(rng, L=1000, M=26214, K=20, density=0.01):
-    """CSR TF-IDF-like features: 1 % non-zeros, half drawn from class vocabularies."""
-    y = np.arange(L) % K
-    nnz_row = int(round(density * M))
-    vocab = [rng.choice(M, size=M // K, replace=False) for _ in range(K)]
-    rows, cols = [], []
-    for i in range(L):
-        own = rng.choice(vocab[y[i]], size=nnz_row // 2, replace=False)
-        other = rng.choice(M, size=nnz_row - nnz_row // 2, replace=False)
-        c = np.unique(np.concatenate([own, other]))
-        rows.append(np.full(c.size, i))
-        cols.append(c)
-    rows, cols = np.concatenate(rows), np.concatenate(cols)
-    vals = rng.exponential(1.0, size=rows.size)
-    Phi = sp.csr_matrix((vals, (rows, cols)), shape=(L, M))
-    norms = np.sqrt(np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel())
-    Phi = sp.csr_matrix(sp.diags(1.0 / norms) @ Phi)
-    return Phi, y, K
-
-
-def leukemia_like(rng, L=38, M=7129, K=3):
-    """Standardised Gaussian expression-like data, 19/8/11 samples per class."""
-    y = np.repeat(np.arange(K), [19, 8, 11])[:L]
-    means = rng.standard_normal((K, M)) * (rng.random((K, M)) < 0.02) * 2.0
-    Phi = means[y] + rng.standard_normal((L, M))
-    Phi = (Phi - Phi.mean(0)) / Phi.std(0)
-    return Phi, y, K
-
-
-PROBLEMS = {"mnist": (mnist_like, 81), "news20": (news20_like, 81)}
+#: problem name -> (synthetic problem of that shape, default group size)
+PROBLEMS = {"mnist": (h.scattering_like, 81), "news20": (h.tfidf_like, 81)}
 
 
 # --------------------------------------------------------------------------- #
@@ -113,13 +67,12 @@ def passes_floor(M, K, repeats=30):
     """Median seconds of two passes over a (M + 1, K) float64 parameter array (two copies)."""
     A = np.random.default_rng(1).standard_normal((M + 1, K))
     B = np.empty_like(A)
-    times = []
-    for _ in range(repeats):
-        t0 = CLOCK()
+
+    def two_passes():
         np.copyto(B, A)
         np.copyto(A, B)
-        times.append(CLOCK() - t0)
-    return float(np.median(times))
+
+    return h.repeat_timing(two_passes, repeats, CLOCK).median
 
 
 def product_floor(Phi, K, repeats=30, rng=None):
@@ -128,35 +81,31 @@ def product_floor(Phi, K, repeats=30, rng=None):
     L, M = Phi.shape
     W = rng.standard_normal((M, K))
     G = rng.standard_normal((L, K))
-    times = []
-    for _ in range(repeats):
-        t0 = CLOCK()
+
+    def products():
         Phi @ W
         Phi.T @ G
-        times.append(CLOCK() - t0)
-    return float(np.median(times))
+
+    return h.repeat_timing(products, repeats, CLOCK).median
 
 
 def _run(method, op, pen, alpha, **kw):
     if method == "hinge-reg":
-        return solvers.hinge_reg(op, pen, 1.0 / alpha, **kw)
-    return solvers.hinge_con(op, pen, alpha * op.n_samples, **kw)
+        return h.paper_solvers.hinge_reg(op, pen, 1.0 / alpha, **kw)
+    return h.paper_solvers.hinge_con(op, pen, alpha * op.n_samples, **kw)
 
 
 def cvxpy_optimum(method, Phi, y, K, groups, alpha):
     """Optimal objective of the l1inf problem by CVXPY/Clarabel (tests/cvx_reference)."""
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-    import cvx_reference
-
     lam, eta = 1.0 / alpha, alpha * Phi.shape[0]
-    return cvx_reference.solve(method, Phi, y, K, "l1inf", groups, lam=lam, eta=eta)[0]
+    return h.cvx_reference().solve(method, Phi, y, K, "l1inf", groups, lam=lam, eta=eta)[0]
 
 
 def use_path(path):
     """Route the primal update of the solvers through ``path`` ("numba" or "numpy")."""
-    if path == "numba" and not _kernels.available():
+    if path == "numba" and not h.kernels.available():
         raise SystemExit("numba is not installed: pip install sparsesvm[fast], or --paths numpy")
-    _kernels.MIN_SIZE = 0 if path == "numba" else 1 << 62
+    h.kernels.MIN_SIZE = 0 if path == "numba" else 1 << 62
 
 
 def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repeats=3,
@@ -173,9 +122,9 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     groups = None if penalty in ("l1", "l2") else groups
     rng = np.random.default_rng(seed)
     Phi, y, K = make(rng) if L is None else make(rng, L=L)
-    op = MulticlassOperator(Phi, y, K)
+    op = h.MulticlassOperator(Phi, y, K)
     op.norm()
-    pen = make_penalty(penalty, groups, Phi.shape[1], K)
+    pen = h.make_penalty(penalty, groups, Phi.shape[1], K)
     passes = passes_floor(Phi.shape[1], K)
     use_path(path)
     rows = []
@@ -230,13 +179,13 @@ def sweep(ratios, max_iter, seed=0):
     (hinge-reg only: a constrained iterate can look better than optimal).
     """
     rng = np.random.default_rng(seed)
-    cases = [("leukemia", leukemia_like(rng), 5, {"hinge-reg": [1.0, 0.1], "hinge-con": [0.05, 0.2]}),
-             ("mnist", mnist_like(rng), 81, {"hinge-reg": [0.1, 0.01], "hinge-con": [0.05, 0.2]})]
+    cases = [("leukemia", h.expression_like(rng), 5, {"hinge-reg": [1.0, 0.1], "hinge-con": [0.05, 0.2]}),
+             ("mnist", h.scattering_like(rng), 81, {"hinge-reg": [0.1, 0.01], "hinge-con": [0.05, 0.2]})]
     out = []
     for name, (Phi, y, K), groups, alphas in cases:
-        op = MulticlassOperator(Phi, y, K)
+        op = h.MulticlassOperator(Phi, y, K)
         op.norm()
-        pen = make_penalty("l1inf", groups, Phi.shape[1], K)
+        pen = h.make_penalty("l1inf", groups, Phi.shape[1], K)
         for method, alpha_list in alphas.items():
             for alpha in alpha_list:
                 t0 = time.perf_counter()
@@ -267,11 +216,11 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=20000, help="cap of the run to the 1e-5 stop")
     ap.add_argument("--alpha-reg", type=float, default=0.01)
     ap.add_argument("--alpha-con", type=float, default=0.05)
-    ap.add_argument("--step-ratio", type=float, default=solvers.DEFAULT_STEP_RATIO)
+    ap.add_argument("--step-ratio", type=float, default=h.paper_solvers.DEFAULT_STEP_RATIO)
     ap.add_argument("--cvxpy", action="store_true", help="also solve with CVXPY (slow)")
     ap.add_argument("--sweep", action="store_true", help="step_ratio sweep instead")
     ap.add_argument("--ratios", type=float, nargs="+", default=[0.01, 0.1, 1.0, 10.0, 100.0])
-    ap.add_argument("--json", help="write all rows to this file")
+    h.add_output_argument(ap)
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                     help="cpu: process CPU seconds around the run (set-up and certificate "
@@ -286,14 +235,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(args.threads)
+    h.limit_blas(args.threads)
     if args.sweep:
         rows = sweep(args.ratios, args.max_iter)
     else:
         alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
-        paths = args.paths or (["numba", "numpy"] if _kernels.available() else ["numpy"])
+        paths = args.paths or (["numba", "numpy"] if h.kernels.available() else ["numpy"])
         rows = []
         groups = args.groups
         if groups is not None and groups != "features":
@@ -305,8 +252,7 @@ def main(argv=None):
                                   args.step_ratio, repeats=args.repeats, path=path, L=L,
                                   penalty=args.penalty, groups=groups)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+        h.write_results(args.json, {"rows": rows}, args)
 
 
 if __name__ == "__main__":
