@@ -365,13 +365,19 @@ def median_of(rows, columns):
 
 @dataclass
 class Child:
-    """A finished fresh process: its output, exit status, CPU (user + system) and wall seconds."""
+    """A finished fresh process: its output, exit status, CPU (user + system) and wall seconds.
+
+    ``started`` and ``ended`` are the launch and exit as ``time.time()`` stamps (to align
+    with stamps the child prints), ``wall_s`` their difference by ``time.perf_counter``.
+    """
 
     stdout: str
     stderr: str
     returncode: int
     cpu_s: float
     wall_s: float
+    started: float
+    ended: float
 
     def last_json(self):
         """The JSON object on the last line of the child's standard output."""
@@ -419,16 +425,16 @@ def run_fresh(code, *args, env=None, cwd=None, check=True):
     """
     env = child_env() if env is None else env
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
+        started, t0 = time.time(), time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", code, *args], env=env, cwd=cwd,
                                 stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
+        wall, ended = time.perf_counter() - t0, time.time()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         child = Child(out.read().decode(), err.read().decode(), proc.returncode,
-                      usage.ru_utime + usage.ru_stime, wall)
+                      usage.ru_utime + usage.ru_stime, wall, started, ended)
     if check and child.returncode != 0:
         raise RuntimeError(f"child exited with status {child.returncode}:\n{child.stderr[-3000:]}")
     return child
