@@ -4,9 +4,9 @@ Every script in ``benchmarks/`` answers one question (its module docstring says 
 the command that answers it) and takes from here:
 
 * **one BLAS thread**: importing this module sets the thread variables of OpenBLAS, MKL
-  and OpenMP to 1 (unless already set) before numpy is imported; import it first.
-  :func:`limit_blas` limits the loaded pools at run time and :func:`check_blas` checks
-  (threadpoolctl) that they hold what was asked;
+  and OpenMP to 1 (unless already set: for the libraries loaded later) and limits the
+  pools already loaded to one thread (threadpoolctl); :func:`limit_blas` sets another
+  limit and :func:`check_blas` checks that the loaded pools hold what was asked;
 * **data**: the offline mirror (``--data``, default ``$SPARSESVM_MIRROR`` or the
   project's ``../shared/data``): :func:`leukemia`, :func:`mnist_images`,
   :func:`scattering`; synthetic problems of a given shape: :func:`scattering_like`,
@@ -45,6 +45,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
+
+threadpool_limits(1)  # also when numpy was imported before this module
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the offline mirror (``$SPARSESVM_MIRROR``, else ``../shared/data`` beside the checkout)
@@ -68,7 +71,7 @@ PACKAGE = {
     "hinge_losses": ("sparsesvm.model.certificates", "hinge_losses"),
     "MulticlassOperator": ("sparsesvm.model.operator", "MulticlassOperator"),
     "make_penalty": ("sparsesvm.model.penalties", "make_penalty"),
-    "paper_solvers": ("sparsesvm.solvers.paper", None),
+    "solvers": ("sparsesvm.solvers", None),
     "kernels": ("sparsesvm.solvers._kernels", None),
     "accelerated": ("sparsesvm.solvers.accelerated.hinge", None),
     "l2dual": ("sparsesvm.solvers.accelerated.l2dual", None),
@@ -102,8 +105,6 @@ def limit_blas(threads=1):
     list of dict
         threadpoolctl's description of the pools (see :func:`check_blas`).
     """
-    from threadpoolctl import threadpool_limits
-
     threadpool_limits(threads)
     return check_blas(threads)
 
@@ -122,8 +123,6 @@ def check_blas(threads=1):
         A BLAS pool runs another number of threads (set ``OPENBLAS_NUM_THREADS`` before
         numpy is imported, or import this module first).
     """
-    from threadpoolctl import threadpool_info
-
     pools = [{k: p.get(k) for k in ("user_api", "internal_api", "num_threads", "version")}
              for p in threadpool_info()]
     wrong = [p for p in pools if p["user_api"] == "blas" and p["num_threads"] != threads]
@@ -200,6 +199,49 @@ def scattering(images):
     """
     F = package("scattering_features")(images, J=2, L=8, progress=False)
     return np.ascontiguousarray(F, dtype=np.float64)
+
+
+def hinge_parameter(method, alpha, n_samples):
+    """The paper's alpha as the exact-hinge solvers take it (spec: lambda = 1/alpha, eta = alpha L).
+
+    Returns
+    -------
+    dict
+        ``{"lam": 1 / alpha}`` for hinge-reg, ``{"eta": alpha * n_samples}`` for hinge-con.
+    """
+    if method == "hinge-reg":
+        return {"lam": 1.0 / alpha}
+    if method == "hinge-con":
+        return {"eta": alpha * n_samples}
+    raise ValueError(f"hinge_parameter: {method!r} is not hinge-reg or hinge-con")
+
+
+def paper_fit(method, op, penalty, alpha, **options):
+    """Algorithm 1 (hinge-reg) or 2 (hinge-con) of the paper at ``alpha``.
+
+    Parameters
+    ----------
+    method : {"hinge-reg", "hinge-con"}
+    op : MulticlassOperator
+        The problem (Phi of shape (L, M), labels, K classes).
+    penalty : Penalty
+        From ``make_penalty``.
+    alpha : float
+    **options
+        Passed to the solver (tol, max_iter, step_ratio, trace, ...).
+
+    Returns
+    -------
+    SolverResult
+    """
+    solve = {"hinge-reg": package("solvers").hinge_reg, "hinge-con": package("solvers").hinge_con}
+    return solve[method](op, penalty, **hinge_parameter(method, alpha, op.n_samples), **options)
+
+
+def cvx_optimum(method, Phi, y, K, penalty, groups, alpha):
+    """Optimal objective of the exact-hinge problem at ``alpha`` by CVXPY/Clarabel (the tests')."""
+    return cvx_reference().solve(method, Phi, y, K, penalty, groups,
+                                 **hinge_parameter(method, alpha, Phi.shape[0]))[0]
 
 
 def cvx_reference():
@@ -474,10 +516,9 @@ def environment():
             versions[name] = None
     versions["sparsesvm"] = sparsesvm.__version__
     versions["sparsesvm_source_hash"] = sparsesvm.source_hash()
-    from threadpoolctl import threadpool_info
-
     return {
-        "machine": {"host": platform.node(), "processor": platform.processor() or platform.machine(),
+        "machine": {"host": platform.node(),
+                    "processor": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(), "load_average": list(os.getloadavg())},
         "python": sys.version.split()[0],
         "versions": versions,

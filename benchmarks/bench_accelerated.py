@@ -49,12 +49,11 @@ Usage::
     .venv/bin/python benchmarks/bench_accelerated.py --quick --problems leuk --no-ingredients
 """
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import json
 import time
 
+import _harness as h  # one BLAS thread
 import numpy as np
 
 ANCHORS = [
@@ -155,13 +154,10 @@ def clarabel(Phi, y, K, method, alpha, gsize, penalty="l1inf"):
 
 def solve_acc(Phi, y, K, method, alpha, gsize, tol, max_time=None, penalty="l1inf", **opts):
     """The accelerated solver of ``method`` (lambda = 1 / alpha, eta = alpha * L), traced."""
-    L = len(y)
     groups = None if penalty == "l2" else gsize
-    if method == "hinge-reg":
-        return h.accelerated.hinge_reg(Phi, y, K, penalty, groups, lam=1.0 / alpha, tol=tol,
-                                       trace=True, max_time=max_time, **opts)
-    return h.accelerated.hinge_con(Phi, y, K, penalty, groups, eta=alpha * L, tol=tol,
-                                   trace=True, max_time=max_time, **opts)
+    solve = h.accelerated.hinge_reg if method == "hinge-reg" else h.accelerated.hinge_con
+    return solve(Phi, y, K, penalty, groups, **h.hinge_parameter(method, alpha, len(y)), tol=tol,
+                 trace=True, max_time=max_time, **opts)
 
 
 def first_time(trace, pref, eps):
@@ -188,7 +184,8 @@ def run_other(args, penalty):
             # the certified-stop run, unless the long run never got near 1e-4 (it would
             # only hit the cap again)
             cert = None
-            if min(full.trace["rel_gap"][np.isfinite(full.trace["rel_gap"])], default=np.inf) <= 1e-3:
+            gaps = full.trace["rel_gap"]
+            if min(gaps[np.isfinite(gaps)], default=np.inf) <= 1e-3:
                 cert = solve_acc(Phi, y, K, method, alpha, 5, tol=1e-4, max_time=args.cap_other,
                                  penalty=penalty, **opts)
             runs[name] = (full, cert)
@@ -243,7 +240,8 @@ def run_anchors(args):
         row = dict(dataset=ds, method=method, alpha=alpha, p_ref=pref,
                    clarabel_solve=ref["solve"], clarabel_wall=ref["wall"],
                    clarabel_rel_err=(ref["objective"] - pref) / pref,
-                   t_1e4=first_time(full.trace, pref, 1e-4), t_1e6=first_time(full.trace, pref, 1e-6),
+                   t_1e4=first_time(full.trace, pref, 1e-4),
+                   t_1e6=first_time(full.trace, pref, 1e-6),
                    t_final=full.time, final_cert_gap=full.rel_gap,
                    cert_stop=cert.time, cert_true_1e4=first_time(cert.trace, pref, 1e-4),
                    cert_true_gap=(cert.objective - pref) / pref, cert_gap=cert.rel_gap,
@@ -287,7 +285,8 @@ def print_anchors(rows, ing_rows):
               f"{h.fmt(r['speedup_1e4'])}x | {r['cert_stop']:.3g} | {h.fmt(r['cert_true_1e4'])} | "
               f"{h.fmt(ratio)} | {r['clarabel_rel_err']:.1e} |")
     if ing_rows:
-        print("\n| problem | variant | t(1e-2) | t(1e-3) | t(1e-4) | t(1e-6) | best true gap | iterations |")
+        print("\n| problem | variant | t(1e-2) | t(1e-3) | t(1e-4) | t(1e-6) | best true gap "
+              "| iterations |")
         print("|---|---|---|---|---|---|---|---|")
         for r in ing_rows:
             print(f"| {r['dataset']} {r['method']} a={r['alpha']:g} | {r['variant']} | "

@@ -1,5 +1,9 @@
 """Cost of one iteration of hinge-reg / hinge-con against the two products with Phi.
 
+Question: how close is one iteration of the paper's algorithms to its floor, the two
+products with Phi every iteration needs, with the compiled kernels and without? Answered
+by ``python benchmarks/bench_iteration.py --clock cpu`` with the shapes below.
+
 For l1inf with within-class groups of 81 on
 
 * ``mnist``:  dense Phi, L = 100, M = 3969 (= 81 channels x 49 positions, the
@@ -25,15 +29,14 @@ it reports
   ``--max-iter``) and, with ``--cvxpy``, the relative objective gap to CVXPY's
   optimum at that point (Clarabel; slow: minutes for news20).
 
-``--sweep`` instead compares primal-dual step balances ``step_ratio = sigma/tau``
-on a leukemia-like (L = 38, M = 7129, K = 3) and an MNIST-like problem (the
-measurement behind ``sparsesvm.solvers.DEFAULT_STEP_RATIO``).
+(The balance of the primal-dual steps, ``sparsesvm.solvers.DEFAULT_STEP_RATIO``:
+``bench_step_ratio.py``.)
 
 Usage::
 
     .venv/bin/python benchmarks/bench_iteration.py [--problems mnist news20]
         [--L 30 50 100] [--penalty l1inf] [--groups 81|features]
-        [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy] [--sweep]
+        [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy]
         [--json out.json]
 
 The issue-11 shapes: ``--problems mnist --L 30 50 100`` (E2/E4),
@@ -43,12 +46,11 @@ The issue-11 shapes: ``--problems mnist --L 30 50 100`` (E2/E4),
 
 from __future__ import annotations
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import json
 import time
 
+import _harness as h  # one BLAS thread
 import numpy as np
 import scipy.sparse as sp
 
@@ -89,18 +91,6 @@ def product_floor(Phi, K, repeats=30, rng=None):
     return h.repeat_timing(products, repeats, CLOCK).median
 
 
-def _run(method, op, pen, alpha, **kw):
-    if method == "hinge-reg":
-        return h.paper_solvers.hinge_reg(op, pen, 1.0 / alpha, **kw)
-    return h.paper_solvers.hinge_con(op, pen, alpha * op.n_samples, **kw)
-
-
-def cvxpy_optimum(method, Phi, y, K, groups, alpha):
-    """Optimal objective of the l1inf problem by CVXPY/Clarabel (tests/cvx_reference)."""
-    lam, eta = 1.0 / alpha, alpha * Phi.shape[0]
-    return h.cvx_reference().solve(method, Phi, y, K, "l1inf", groups, lam=lam, eta=eta)[0]
-
-
 def use_path(path):
     """Route the primal update of the solvers through ``path`` ("numba" or "numpy")."""
     if path == "numba" and not h.kernels.available():
@@ -131,20 +121,23 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     for method in ("hinge-reg", "hinge-con"):
         alpha = alphas[method]
         # warm-up: numba loads (or compiles) its kernel at the first fit
-        _run(method, op, pen, alpha, tol=0.0, max_iter=5, step_ratio=step_ratio)
+        h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=5, step_ratio=step_ratio)
         pairs = []
         for _ in range(repeats):
             before = product_floor(op.Phi, K)
             t0 = CLOCK()
-            fixed = _run(method, op, pen, alpha, tol=0.0, max_iter=iters, step_ratio=step_ratio)
+            fixed = h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=iters,
+                                step_ratio=step_ratio)
             spent = CLOCK() - t0 if CLOCK is time.process_time else fixed.fit_time
             products = min(before, product_floor(op.Phi, K))
             floor = max(products, passes)
             per_it = spent / fixed.n_iter
             pairs.append((per_it / floor, per_it, floor, products))
         ratio, per_it, floor, products = sorted(pairs)[len(pairs) // 2]
-        full = _run(method, op, pen, alpha, tol=1e-5, max_iter=max_iter, step_ratio=step_ratio)
-        row = dict(problem=problem, path=path, method=method, alpha=alpha, L=Phi.shape[0], M=Phi.shape[1],
+        full = h.paper_fit(method, op, pen, alpha, tol=1e-5, max_iter=max_iter,
+                           step_ratio=step_ratio)
+        row = dict(problem=problem, path=path, method=method, alpha=alpha, L=Phi.shape[0],
+                   M=Phi.shape[1],
                    K=K, penalty=penalty, groups=groups, sparse=sp.issparse(Phi),
                    floor_ms=1e3 * floor, products_ms=1e3 * products, passes_ms=1e3 * passes,
                    binds="products" if products >= passes else "passes",
@@ -156,7 +149,7 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
                    zero_weights_pct=100.0 * float(np.mean(full.X[:-1] == 0)))
         if use_cvxpy:
             t0 = time.perf_counter()
-            opt = cvxpy_optimum(method, Phi, y, K, groups, alpha)
+            opt = h.cvx_optimum(method, Phi, y, K, penalty, groups, alpha)
             row["cvxpy_objective"] = opt
             row["cvxpy_time_s"] = time.perf_counter() - t0
             row["rel_gap_at_stop"] = (full.objective - opt) / abs(opt)
@@ -165,61 +158,18 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     return rows
 
 
-# --------------------------------------------------------------------------- #
-# step-ratio sweep
-# --------------------------------------------------------------------------- #
-def sweep(ratios, max_iter, seed=0):
-    """Iterations, time and objective gap at the 1e-5 stop, per step_ratio.
-
-    For each problem (leukemia-like, MNIST-like), method and alpha, every ratio
-    runs to the paper's stop (relative change <= 1e-5, cap ``max_iter``); the
-    gap is relative to CVXPY's optimum of the same problem, and for hinge-con
-    the constraint violation at the stop is reported with it. The trace gives
-    the first iteration at which the objective is within 1e-2 of the optimum
-    (hinge-reg only: a constrained iterate can look better than optimal).
-    """
-    rng = np.random.default_rng(seed)
-    cases = [("leukemia", h.expression_like(rng), 5, {"hinge-reg": [1.0, 0.1], "hinge-con": [0.05, 0.2]}),
-             ("mnist", h.scattering_like(rng), 81, {"hinge-reg": [0.1, 0.01], "hinge-con": [0.05, 0.2]})]
-    out = []
-    for name, (Phi, y, K), groups, alphas in cases:
-        op = h.MulticlassOperator(Phi, y, K)
-        op.norm()
-        pen = h.make_penalty("l1inf", groups, Phi.shape[1], K)
-        for method, alpha_list in alphas.items():
-            for alpha in alpha_list:
-                t0 = time.perf_counter()
-                opt = cvxpy_optimum(method, Phi, y, K, groups, alpha)
-                t_cvx = time.perf_counter() - t0
-                for r in ratios:
-                    res = _run(method, op, pen, alpha, tol=1e-5, max_iter=max_iter, step_ratio=r,
-                               trace=True)
-                    gaps = (res.trace["objective"] - opt) / abs(opt)
-                    hit = np.nonzero(np.abs(gaps) <= 1e-2)[0]
-                    row = dict(problem=name, method=method, alpha=alpha, step_ratio=r,
-                               iters=res.n_iter, converged=res.converged, time_s=res.fit_time,
-                               rel_gap=(res.objective - opt) / abs(opt),
-                               violation_rel=res.constraint_violation / (alpha * op.n_samples),
-                               iters_to_gap_1e2=(int(hit[0]) + 1 if hit.size and method == "hinge-reg"
-                                                  else None),
-                               cvxpy_objective=opt, cvxpy_time_s=t_cvx)
-                    print(json.dumps(row), flush=True)
-                    out.append(row)
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", nargs="+", default=["mnist", "news20"], choices=list(PROBLEMS))
-    ap.add_argument("--iters", type=int, default=200, help="iterations of the per-iteration timing run")
-    ap.add_argument("--repeats", type=int, default=3, help="(floor, run) pairs; the median ratio is reported")
+    ap.add_argument("--iters", type=int, default=200,
+                    help="iterations of the per-iteration timing run")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="(floor, run) pairs; the median ratio is reported")
     ap.add_argument("--max-iter", type=int, default=20000, help="cap of the run to the 1e-5 stop")
     ap.add_argument("--alpha-reg", type=float, default=0.01)
     ap.add_argument("--alpha-con", type=float, default=0.05)
-    ap.add_argument("--step-ratio", type=float, default=h.paper_solvers.DEFAULT_STEP_RATIO)
+    ap.add_argument("--step-ratio", type=float, default=h.solvers.DEFAULT_STEP_RATIO)
     ap.add_argument("--cvxpy", action="store_true", help="also solve with CVXPY (slow)")
-    ap.add_argument("--sweep", action="store_true", help="step_ratio sweep instead")
-    ap.add_argument("--ratios", type=float, nargs="+", default=[0.01, 0.1, 1.0, 10.0, 100.0])
     h.add_output_argument(ap)
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
@@ -236,21 +186,18 @@ def main(argv=None):
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     h.limit_blas(args.threads)
-    if args.sweep:
-        rows = sweep(args.ratios, args.max_iter)
-    else:
-        alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
-        paths = args.paths or (["numba", "numpy"] if h.kernels.available() else ["numpy"])
-        rows = []
-        groups = args.groups
-        if groups is not None and groups != "features":
-            groups = int(groups)
-        for p in args.problems:
-            for L in args.L:
-                for path in paths:
-                    rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy,
-                                  args.step_ratio, repeats=args.repeats, path=path, L=L,
-                                  penalty=args.penalty, groups=groups)
+    alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
+    paths = args.paths or (["numba", "numpy"] if h.kernels.available() else ["numpy"])
+    rows = []
+    groups = args.groups
+    if groups is not None and groups != "features":
+        groups = int(groups)
+    for p in args.problems:
+        for L in args.L:
+            for path in paths:
+                rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy,
+                              args.step_ratio, repeats=args.repeats, path=path, L=L,
+                              penalty=args.penalty, groups=groups)
     if args.json:
         h.write_results(args.json, {"rows": rows}, args)
 

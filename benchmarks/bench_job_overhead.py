@@ -58,15 +58,14 @@ Usage::
 
 from __future__ import annotations
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import _harness as h  # one BLAS thread
 
 METHODS = ("hinge-reg", "hinge-con", "square", "logit", "ova")
 N_TEST = 10000
@@ -214,18 +213,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--methods", nargs="+", default=list(METHODS),
                     choices=list(METHODS) + ["hinge-lin"])
-    ap.add_argument("--alpha", type=float, default=0.1, help="alpha of every job (E2 grid: 1e-3..10)")
+    ap.add_argument("--alpha", type=float, default=0.1,
+                    help="alpha of every job (E2 grid: 1e-3..10)")
     ap.add_argument("--tol", type=float, default=1e-5, help="E2: 1e-5")
     ap.add_argument("--max-iter", type=int, default=100000, help="E2: 100000")
     ap.add_argument("--repeats", type=int, default=3,
                     help="fresh processes per method and mode (median shown)")
-    ap.add_argument("--n-stored", type=int, default=3000, help="training rows stored in the features")
+    ap.add_argument("--n-stored", type=int, default=3000,
+                    help="training rows stored in the features")
     ap.add_argument("--features-dir", help="reuse (or create) this feature directory")
     ap.add_argument("--modes", nargs="+", default=["as-is"],
-                    help="'as-is' (the installed package), 'sklearn' (the child imports sklearn.base "
-                         "first: the training path before issue 5), 'src=DIR' (sparsesvm from DIR, "
-                         "e.g. `git archive HEAD src | tar -x -C /tmp/old` then src=/tmp/old/src); "
-                         "modes are interleaved, so their ratios come from one run")
+                    help="'as-is' (the installed package), 'sklearn' (the child imports "
+                         "sklearn.base first: the training path before issue 5), 'src=DIR' "
+                         "(sparsesvm from DIR, e.g. `git archive HEAD src | tar -x -C /tmp/old` "
+                         "then src=/tmp/old/src); modes are interleaved, so their ratios come "
+                         "from one run")
     ap.add_argument("--snakemake", action="store_true",
                     help="child also does the imports of Snakemake's script preamble")
     h.add_output_argument(ap)
@@ -285,7 +287,8 @@ def print_summary(rows, args):
                   + f" {yes[any(r['scipy_imported'] for r in mine)]:>5}")
     for mode, values in summary.items():
         wall, cpu = [v[0] for v in values], [v[1] for v in values]
-        print(f"# {mode}: overhead = wall - fit: median over methods {statistics.median(wall):.3f} s, "
+        print(f"# {mode}: overhead = wall - fit: median over methods "
+              f"{statistics.median(wall):.3f} s, "
               f"max {max(wall):.3f} s; cpu - fit: median {statistics.median(cpu):.3f} s, "
               f"max {max(cpu):.3f} s")
 

@@ -16,11 +16,11 @@ way. JSON lines out, one per process (``--json``: all of them in one file).
 """
 from __future__ import annotations
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import json
 import tempfile
+
+import _harness as h  # one BLAS thread
 
 LOAD = """
 import json, resource
@@ -31,7 +31,8 @@ from sparsesvm.solvers import _kernels
 k = _kernels._load(); c2 = cpu()
 fns = [getattr(k, n) for n in ("step", "simplex_step", "epigraph_step") if hasattr(k, n)]
 print(json.dumps({"import_numba_cpu_s": round(c1 - c0, 3), "load_kernels_cpu_s": round(c2 - c1, 3),
-                  "n_kernels": len(fns), "cache_misses": sum(sum(f.stats.cache_misses.values()) for f in fns)}))
+                  "n_kernels": len(fns),
+                  "cache_misses": sum(sum(f.stats.cache_misses.values()) for f in fns)}))
 """
 
 FIT = """

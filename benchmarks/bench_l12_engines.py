@@ -18,11 +18,10 @@ Usage::
     python benchmarks/bench_l12_engines.py [--cap 30] [--quick] [--json out.json]
 """
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import json
 
+import _harness as h  # one BLAS thread
 import numpy as np
 
 #: (K, samples per class, groups) of the synthetic problems

@@ -38,19 +38,18 @@ Usage::
     .venv/bin/python benchmarks/bench_l2.py --sizes 30 --n-test 100 --no-paper   # quick
 """
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+import _harness as h  # one BLAS thread
 import numpy as np
 
 
 def load_problem(data, n_train, n_test, seed=0):
-    """Scattering features of n_train balanced seeded training images and the first n_test test images.
+    """Scattering features of n_train balanced, seeded training images and n_test test images.
 
     Returns
     -------
@@ -96,9 +95,9 @@ def run_ocas(Phi, y, lam, tmp, tol):
     K = int(y.max()) + 1
     train = Path(tmp) / "train.light"
     with open(train, "w") as fh:
-        for l in range(L):
-            nz = np.flatnonzero(Phi[l])
-            fh.write(f"{y[l] + 1} " + " ".join(f"{j + 1}:{Phi[l, j]:.17g}" for j in nz)
+        for i in range(L):
+            nz = np.flatnonzero(Phi[i])
+            fh.write(f"{y[i] + 1} " + " ".join(f"{j + 1}:{Phi[i, j]:.17g}" for j in nz)
                      + f" {M + 1}:1\n")
     model = Path(tmp) / "model.txt"
     proc, wall = h.timed(subprocess.run, [exe, "-c", repr(float(lam)), "-r", repr(float(tol)),
@@ -137,8 +136,9 @@ def bench_one(L, Xtr, ytr, Xte, yte, alpha, args):
     out = dict(L=L, alpha=alpha, M=Phi.shape[1], K=K, best_dual=best_dual, solvers=rows,
                dcd_compiled=h.l2dual.compiled())
     if "time" in rows["accelerated_dcd"]:
-        out["ratio_dcd_vs_liblinear_1e-4"] = rows["liblinear_tol0.0001"]["time"] / rows["accelerated_dcd"]["time"]
-        out["ratio_auto_vs_liblinear_1e-4"] = rows["liblinear_tol0.0001"]["time"] / rows["accelerated_auto"]["time"]
+        t_liblinear = rows["liblinear_tol0.0001"]["time"]
+        out["ratio_dcd_vs_liblinear_1e-4"] = t_liblinear / rows["accelerated_dcd"]["time"]
+        out["ratio_auto_vs_liblinear_1e-4"] = t_liblinear / rows["accelerated_auto"]["time"]
     return out
 
 
@@ -174,7 +174,7 @@ def accelerated_rows(Phi, y, K, lam, test, args):
 
 
 def peer_rows(Phi, y, op, lam, test):
-    """liblinear's Crammer-Singer and OCAS at tolerances 1e-3 and 1e-4, scored on the paper's model."""
+    """liblinear's Crammer-Singer and OCAS at tolerances 1e-3 and 1e-4, on the paper's model."""
     from sklearn.svm import LinearSVC
 
     rows = {}
@@ -223,7 +223,8 @@ def main(argv=None):
         print(f"L={L}: " + "; ".join(
             f"{k} {v['time']:.2f}s gap<={v['rel_subopt_bound']:.1e} err {v['test_error']:.3f}"
             for k, v in s.items() if "time" in v and "objective" in v)
-            + f"; ratio liblinear(1e-4)/dcd {row.get('ratio_dcd_vs_liblinear_1e-4', float('nan')):.2f}",
+            + "; ratio liblinear(1e-4)/dcd "
+            + f"{row.get('ratio_dcd_vs_liblinear_1e-4', float('nan')):.2f}",
             flush=True)
         if args.json:  # written after every size, so a long run keeps its rows
             h.write_results(args.json, dict(results=results, features_seconds=tf), args)

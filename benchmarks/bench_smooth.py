@@ -1,4 +1,4 @@
-"""Certified smooth-baseline solver (sparsesvm.solvers.accelerated.smooth) against an anchor, same problems, one run.
+"""Certified smooth-baseline solver (solvers.accelerated.smooth) against anchors, same problems.
 
 Question: does ``solver="accelerated"`` for square, logit and ova reach its certified gap
 faster than the paper's algorithm and an interior-point anchor, at the same optimum?
@@ -21,10 +21,10 @@ Usage::
     python benchmarks/bench_smooth.py --problems mnist --methods square --no-anchor   # quick
 """
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import time
+
+import _harness as h  # one BLAS thread
 
 #: leukemia's (penalty, groups, alphas)
 LEUKEMIA_CASES = (("l1", None, (1e3, 1e4)), ("l1inf", 5, (1e4,)), ("l2", None, (1e8,)))
@@ -67,7 +67,8 @@ def cases(args):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_data_argument(ap, "--mirror")
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--methods", default="square,logit,ova")
@@ -75,10 +76,12 @@ def main(argv=None):
     ap.add_argument("--penalties", default="l1,l1inf,l2", help="leukemia penalties to run")
     ap.add_argument("--no-anchor", action="store_true")
     ap.add_argument("--paper-iter", type=int, default=0,
-                    help="also run the paper's algorithm with stopping='gap' up to this many iterations")
+                    help="also run the paper's algorithm with stopping='gap' up to this many "
+                         "iterations")
     h.add_output_argument(ap)
     a = ap.parse_args(argv)
-    print("| problem | method | penalty | alpha | ours s | ours gap | paper s | paper gap (iters) | CVXPY s | (ours - CVXPY)/CVXPY |")
+    print("| problem | method | penalty | alpha | ours s | ours gap | paper s | paper gap (iters) "
+          "| CVXPY s | (ours - CVXPY)/CVXPY |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for name, Phi, y, pen, g, al in cases(a):
@@ -87,7 +90,8 @@ def main(argv=None):
             rows.append(r)
             paper = (f"{r['paper_s']:.2f} | {r['paper_gap']:.1e} ({r['paper_iter']})"
                      if "paper_s" in r else "- | -")
-            cvx = (f"{r['cvx_s']:.2f} | {r['cvx_rel_diff']:.1e}" if isinstance(r.get("cvx_rel_diff"), float)
+            cvx = (f"{r['cvx_s']:.2f} | {r['cvx_rel_diff']:.1e}"
+                   if isinstance(r.get("cvx_rel_diff"), float)
                    else f"{r.get('cvx_s', float('nan')):.2f} | {r.get('cvx_rel_diff', '-')}")
             print(f"| {r['problem']} | {m} | {r['penalty']} | {al:g} | {r['ours_s']:.2f} | "
                   f"{r['ours_gap']:.1e} | {paper} | {cvx} |", flush=True)

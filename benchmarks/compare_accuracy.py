@@ -45,12 +45,11 @@ Usage::
         --alphas 1e3 --paper-max-iter 200                                   # quick
 """
 
-import _harness as h  # first: one BLAS thread before numpy is imported
-
 import argparse
 import json
 import time
 
+import _harness as h  # one BLAS thread
 import numpy as np
 import pandas as pd
 
@@ -112,8 +111,9 @@ def report(df):
             a = pa[pa.solver == "accelerated"].iloc[0]
             n = p.n_test
             rel_obj = p.objective / a.objective - 1 if a.objective > 0 else float("nan")
-            out.append(f"| {alpha:g} | {p.test_errors}/{n} | {a.test_errors}/{n} | {p.nnz_per_class} "
-                       f"| {a.nnz_per_class} | {fmt_gap(p.rel_gap)} | {fmt_gap(a.rel_gap)} | "
+            out.append(f"| {alpha:g} | {p.test_errors}/{n} | {a.test_errors}/{n} "
+                       f"| {p.nnz_per_class} | {a.nnz_per_class} | {fmt_gap(p.rel_gap)} "
+                       f"| {fmt_gap(a.rel_gap)} | "
                        f"{rel_obj:+.2e} | {p.n_iter} ({'yes' if p.converged else 'no'}) | "
                        f"{p.fit_time:.1f} / {a.fit_time:.2f} |")
     best = h.best_alpha(df, by=key + ["solver"])
@@ -140,7 +140,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     h.add_data_argument(ap)
     ap.add_argument("--datasets", nargs="+", choices=["leukemia", "mnist"], default=["leukemia"])
-    ap.add_argument("--mnist", action="store_true", help="add the MNIST case (= --datasets ... mnist)")
+    ap.add_argument("--mnist", action="store_true",
+                    help="add the MNIST case (= --datasets ... mnist)")
     ap.add_argument("--features", nargs="+", choices=["raw", "std"], default=["raw"],
                     help="leukemia features: raw values (config e1) and/or standardised")
     ap.add_argument("--penalties", nargs="+", choices=["l1", "l1inf"], default=["l1", "l1inf"])
@@ -166,7 +167,8 @@ def main(argv=None):
     names = list(dict.fromkeys(args.datasets + (["mnist"] if args.mnist else [])))
     rows, t_fits = h.timed(fit_all, load_problems(names, args), args)
     print(f"\ntotal fit wall time {t_fits:.0f}s; paper: tol {args.tol:g} "
-          f"(relative change), max_iter {args.paper_max_iter}; accelerated: certified gap {args.tol:g}")
+          f"(relative change), max_iter {args.paper_max_iter}; "
+          f"accelerated: certified gap {args.tol:g}")
     print(report(pd.DataFrame(rows)))
     if args.json:
         h.write_results(args.json, {"rows": rows}, args)
