@@ -29,10 +29,14 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+#: the environment variables that pin the BLAS / OpenMP pools (this process's, a child's)
+#: to one thread
+SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+for _var, _value in SINGLE_THREAD.items():
+    os.environ.setdefault(_var, _value)
 
 import csv  # noqa: E402
+import importlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
@@ -47,13 +51,9 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
-threadpool_limits(1)  # also when numpy was imported before this module
-
 ROOT = Path(__file__).resolve().parents[1]
 #: the offline mirror (``$SPARSESVM_MIRROR``, else ``../shared/data`` beside the checkout)
 DEFAULT_MIRROR = Path(os.environ.get("SPARSESVM_MIRROR", ROOT.parent / "shared" / "data"))
-#: the environment variables that pin a child's BLAS / OpenMP pools to one thread
-SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 #: Every name of the package that the benchmarks use, the one place to fix when the
 #: package's layout changes: ``_harness.<name>`` -> (module, attribute; None: the module).
@@ -80,8 +80,6 @@ PACKAGE = {
 
 def package(name):
     """The package object :data:`PACKAGE` names ``name``, imported on first use."""
-    import importlib
-
     module, attribute = PACKAGE[name]
     value = importlib.import_module(module)
     return value if attribute is None else getattr(value, attribute)
@@ -130,6 +128,9 @@ def check_blas(threads=1):
         raise RuntimeError(f"BLAS runs {wrong[0]['num_threads']} threads, expected {threads}: "
                            f"{wrong}")
     return pools
+
+
+limit_blas(1)  # the pools loaded so far, also when numpy was imported before this module
 
 
 # --------------------------------------------------------------------------------------
