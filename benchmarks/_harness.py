@@ -39,7 +39,6 @@ import csv  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -399,11 +398,6 @@ def repeat_timing(fn, repeats=30, clock=time.perf_counter):
         fn()
         times.append(clock() - t0)
     return Timing(times, float(min(times)), float(np.median(times)))
-
-
-def median_of(rows, columns):
-    """``{column: median over rows}`` for each of ``columns`` (rows: list of dict)."""
-    return {c: statistics.median(r[c] for r in rows) for c in columns}
 
 
 @dataclass

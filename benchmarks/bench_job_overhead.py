@@ -280,7 +280,7 @@ def print_summary(rows, args):
     for method in args.methods:
         for mode in args.modes:
             mine = [r for r in rows if r["method"] == method and r["mode"] == mode]
-            med = h.median_of(mine, COLUMNS)
+            med = {c: statistics.median(r[c] for r in mine) for c in COLUMNS}
             summary.setdefault(mode, []).append((med["overhead"], med["cpu_minus_fit"]))
             print(f"{method:<10} {mode:<{width}} " + " ".join(f"{med[c]:8.3f}" for c in COLUMNS)
                   + f" {mine[0]['n_iter']:7d} {yes[any(r['sklearn_imported'] for r in mine)]:>7}"
