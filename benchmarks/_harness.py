@@ -9,7 +9,8 @@ the command that answers it) and takes from here:
   limit and :func:`check_blas` checks that the loaded pools hold what was asked;
 * **data**: the offline mirror (``--data``, default ``$SPARSESVM_MIRROR`` or the
   project's ``../shared/data``): :func:`leukemia`, :func:`mnist_images`,
-  :func:`scattering`; synthetic problems of a given shape: :func:`scattering_like`,
+  :func:`scattering`; the workflow's stored features, :func:`stored_features`; synthetic
+  problems of a given shape: :func:`scattering_like`,
   :func:`gamma_scattering_like`, :func:`tfidf_like`, :func:`sparse_text_like`,
   :func:`expression_like`; the CVXPY reference of the tests, :func:`cvx_reference`;
 * **timing**: :func:`timed` (one call), :func:`repeat_timing` (repeats, min and median),
@@ -65,6 +66,7 @@ PACKAGE = {
     "scattering_features": ("sparsesvm.data.features", "scattering"),
     "scattering_layout": ("sparsesvm.data.features", "scattering_layout"),
     "save_features": ("sparsesvm.data.features", "save_features"),
+    "load_features": ("sparsesvm.data.features", "load_features"),
     "balanced_subsets": ("sparsesvm.data.subsets", "balanced_subsets"),
     "best_alpha": ("sparsesvm.experiments.aggregate", "best_alpha"),
     "hinge_losses": ("sparsesvm.model.certificates", "hinge_losses"),
@@ -199,6 +201,20 @@ def scattering(images):
     """
     F = package("scattering_features")(images, J=2, L=8, progress=False)
     return np.ascontiguousarray(F, dtype=np.float64)
+
+
+def stored_features(directory, split):
+    """One split of the workflow's stored features (``results/<dataset>/features``).
+
+    Returns
+    -------
+    X : ndarray of float64, shape (n, n_features), C-ordered, or scipy.sparse.csr_matrix
+        News20's TF-IDF is sparse; the others are dense (stored as float32 or float64).
+    y : ndarray of int64, shape (n,)
+    """
+    X, y = package("load_features")(directory, split, mmap=False)
+    X = X.astype(np.float64) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
+    return X, y
 
 
 def hinge_parameter(method, alpha, n_samples):

@@ -39,6 +39,9 @@ Usage::
         [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy]
         [--json out.json]
 
+``--problems results/news20/features`` times the workflow's stored features (real
+TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows.
+
 The issue-11 shapes: ``--problems mnist --L 30 50 100`` (E2/E4),
 ``--problems news20 --penalty l12 --groups features --L 100 200 1000`` (E3),
 ``--problems mnist --penalty l2 --L 5000`` (E5).
@@ -60,6 +63,21 @@ CLOCK = time.process_time
 
 #: problem name -> (synthetic problem of that shape, default group size)
 PROBLEMS = {"mnist": (h.scattering_like, 81), "news20": (h.tfidf_like, 81)}
+
+
+def stored_problem(directory):
+    """A maker like those of :data:`PROBLEMS` for the workflow's stored training features.
+
+    ``make(rng, L=None)`` returns the first ``L`` stored training rows (all by default) of
+    ``directory`` (``results/<dataset>/features``), their labels and the number of classes;
+    the default group size is 81 (MNIST's channels).
+    """
+    def make(rng, L=None):
+        X, y = h.stored_features(directory, "train")
+        L = len(y) if L is None else L
+        return X[:L], y[:L], int(y.max()) + 1
+
+    return make, 81
 
 
 # --------------------------------------------------------------------------- #
@@ -107,7 +125,7 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     load drifts, so each ratio compares times taken within seconds of each other;
     the median pair is reported.
     """
-    make, default_groups = PROBLEMS[problem]
+    make, default_groups = PROBLEMS[problem] if problem in PROBLEMS else stored_problem(problem)
     groups = default_groups if groups is None else groups
     groups = None if penalty in ("l1", "l2") else groups
     rng = np.random.default_rng(seed)
@@ -159,7 +177,9 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--problems", nargs="+", default=["mnist", "news20"], choices=list(PROBLEMS))
+    ap.add_argument("--problems", nargs="+", default=["mnist", "news20"],
+                    help=f"synthetic problems ({', '.join(PROBLEMS)}) or feature folders of the "
+                         "workflow (results/<dataset>/features: its first --L training rows)")
     ap.add_argument("--iters", type=int, default=200,
                     help="iterations of the per-iteration timing run")
     ap.add_argument("--repeats", type=int, default=3,

@@ -147,3 +147,16 @@ def test_leukemia_from_the_mirror(harness, mirror_dir):
     sd = X_train.std(axis=0)
     sd[sd == 0] = 1.0
     np.testing.assert_array_equal(Z, (X_train - X_train.mean(axis=0)) / sd)
+
+
+def test_stored_features_as_float64(harness, tmp_path):
+    rng = np.random.default_rng(2)
+    dense = rng.random((6, 4)).astype(np.float32)
+    harness.save_features(tmp_path / "dense", dense, np.arange(6) % 3, dense[:2], np.arange(2))
+    X, y = harness.stored_features(tmp_path / "dense", "train")
+    assert X.dtype == np.float64 and X.flags["C_CONTIGUOUS"] and np.array_equal(X, dense)
+    assert y.tolist() == [0, 1, 2, 0, 1, 2]
+    csr = sp.random(5, 7, density=0.3, format="csr", random_state=0, dtype=np.float32)
+    harness.save_features(tmp_path / "csr", csr, np.arange(5) % 2, csr[:2], np.arange(2))
+    X, _ = harness.stored_features(tmp_path / "csr", "test")
+    assert sp.issparse(X) and X.dtype == np.float64 and (X != csr[:2]).nnz == 0
