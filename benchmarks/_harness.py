@@ -217,19 +217,18 @@ def stored_features(directory, split):
     return X, y
 
 
-def hinge_parameter(method, alpha, n_samples):
-    """The paper's alpha as the exact-hinge solvers take it (spec: lambda = 1/alpha, eta = alpha L).
+def alpha_parameter(method, alpha, n_samples):
+    """The paper's alpha as a solver's keyword (spec section 1: lambda = 1/alpha, eta = alpha L).
 
     Returns
     -------
     dict
-        ``{"lam": 1 / alpha}`` for hinge-reg, ``{"eta": alpha * n_samples}`` for hinge-con.
+        ``{"eta": alpha * n_samples}`` for the constrained forms (hinge-con, hinge-lin),
+        ``{"lam": 1 / alpha}`` for the others.
     """
-    if method == "hinge-reg":
-        return {"lam": 1.0 / alpha}
-    if method == "hinge-con":
+    if method in ("hinge-con", "hinge-lin"):
         return {"eta": alpha * n_samples}
-    raise ValueError(f"hinge_parameter: {method!r} is not hinge-reg or hinge-con")
+    return {"lam": 1.0 / alpha}
 
 
 def paper_fit(method, op, penalty, alpha, **options):
@@ -251,13 +250,13 @@ def paper_fit(method, op, penalty, alpha, **options):
     SolverResult
     """
     solve = {"hinge-reg": package("solvers").hinge_reg, "hinge-con": package("solvers").hinge_con}
-    return solve[method](op, penalty, **hinge_parameter(method, alpha, op.n_samples), **options)
+    return solve[method](op, penalty, **alpha_parameter(method, alpha, op.n_samples), **options)
 
 
 def cvx_optimum(method, Phi, y, K, penalty, groups, alpha):
-    """Optimal objective of the exact-hinge problem at ``alpha`` by CVXPY/Clarabel (the tests')."""
+    """Optimal objective of ``method``'s problem at ``alpha`` by CVXPY/Clarabel (the tests')."""
     return cvx_reference().solve(method, Phi, y, K, penalty, groups,
-                                 **hinge_parameter(method, alpha, Phi.shape[0]))[0]
+                                 **alpha_parameter(method, alpha, Phi.shape[0]))[0]
 
 
 def cvx_reference():

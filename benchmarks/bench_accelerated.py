@@ -153,7 +153,7 @@ def solve_acc(Phi, y, K, method, alpha, gsize, tol, max_time=None, penalty="l1in
     """The accelerated solver of ``method`` (lambda = 1 / alpha, eta = alpha * L), traced."""
     groups = None if penalty == "l2" else gsize
     solve = h.accelerated.hinge_reg if method == "hinge-reg" else h.accelerated.hinge_con
-    return solve(Phi, y, K, penalty, groups, **h.hinge_parameter(method, alpha, len(y)), tol=tol,
+    return solve(Phi, y, K, penalty, groups, **h.alpha_parameter(method, alpha, len(y)), tol=tol,
                  trace=True, max_time=max_time, **opts)
 
 

@@ -62,11 +62,11 @@ def test_blas_is_limited_and_checked(harness):
             harness.check_blas(3)
 
 
-def test_hinge_parameter_maps_alpha_as_the_spec_says(harness):
-    assert harness.hinge_parameter("hinge-reg", 0.25, 40) == {"lam": 4.0}
-    assert harness.hinge_parameter("hinge-con", 0.25, 40) == {"eta": 10.0}
-    with pytest.raises(ValueError, match="square"):
-        harness.hinge_parameter("square", 0.25, 40)
+def test_alpha_parameter_maps_alpha_as_the_spec_says(harness):
+    assert harness.alpha_parameter("hinge-reg", 0.25, 40) == {"lam": 4.0}
+    assert harness.alpha_parameter("square", 0.25, 40) == {"lam": 4.0}
+    assert harness.alpha_parameter("hinge-con", 0.25, 40) == {"eta": 10.0}
+    assert harness.alpha_parameter("hinge-lin", 0.25, 40) == {"eta": 10.0}
 
 
 def test_paper_fit_is_the_solver_at_the_mapped_parameter(harness):
