@@ -38,6 +38,8 @@ Usage::
         [--L 30 50 100] [--penalty l1inf] [--groups 81|features]
         [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy]
         [--json out.json]
+    .venv/bin/python benchmarks/bench_iteration.py --problems mnist --L 30 --iters 20 \
+        --max-iter 50 --repeats 1 --paths numpy                             # quick
 
 ``--problems results/news20/features`` times the workflow's stored features (real
 TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows.
