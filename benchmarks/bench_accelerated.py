@@ -1,5 +1,10 @@
 """Time to a relative objective gap: accelerated solvers vs CVXPY/Clarabel (issue 6).
 
+Question: how long does ``solver="accelerated"`` take to reach a given gap to the optimum,
+against an interior-point solver on the same problem, and does its certified stop come
+when the true gap is reached? Answered by
+``python benchmarks/bench_accelerated.py --penalties l1inf l12 l2``.
+
 Anchor problems (the issue): leukemia (L=38, M=7129, K=3, standardised), l1inf
 with within-class blocks of 5 genes, hinge-reg at alpha in {0.01, 0.1, 1} and
 hinge-con at alpha in {0.01, 0.1}; MNIST, 10 training images per class
@@ -24,16 +29,16 @@ within-class blocks of 5 and l2 (||W||^2 / 2), hinge-reg and hinge-con at two
 alphas each; in the same run Clarabel and each of :data:`OTHER_VARIANTS`
 (restarted PDHG, and the default engine: column generation for l12, the dual
 QP for l2), each run to a 1e-9 certified gap or ``--cap-other`` seconds, then
-with tol = 1e-4 (certified stop). ``--l12-groups``: column generation vs PDHG
-for l12 on synthetic News20-like sparse problems by group size (the rule of
-``accelerated.L12_CG_MAX_GROUP`` / ``L12_CG_MAX_ROWS``).
+with tol = 1e-4 (certified stop). (Column generation vs PDHG for l12 by group
+size: ``bench_l12_engines.py``.)
 
 The reference optimum is the smaller of Clarabel's objective and the
 accelerated solver's certified primal value (whose certified gap is ~1e-10:
 it pins the optimum more tightly than the interior point's 1e-8 tolerances).
 
-Single BLAS thread (set before numpy is imported): the products are small and
-threads only contend on the shared 2-core machines.
+Single BLAS thread (:mod:`_harness`): the products are small and threads only
+contend on the shared 2-core machines. ``--quick``: the first anchor of each
+selected list only (a check that the script runs).
 
 Usage::
 
@@ -41,26 +46,14 @@ Usage::
     .venv/bin/python benchmarks/bench_accelerated.py --problems leuk --no-ingredients
     .venv/bin/python benchmarks/bench_accelerated.py --json out.json
     .venv/bin/python benchmarks/bench_accelerated.py --penalties l12 l2    # l12 / l2 only
-    .venv/bin/python benchmarks/bench_accelerated.py --l12-groups --cap-other 20
+    .venv/bin/python benchmarks/bench_accelerated.py --quick --problems leuk --no-ingredients
 """
 
-import os
+import argparse
+import json
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MKL_NUM_THREADS", "1")
-
-import argparse  # noqa: E402
-import gzip  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from sparsesvm.solvers.accelerated import hinge as acc  # noqa: E402
-
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+import _harness as h  # one BLAS thread
+import numpy as np
 
 ANCHORS = [
     ("leukemia", "hinge-reg", 0.01), ("leukemia", "hinge-reg", 0.1), ("leukemia", "hinge-reg", 1.0),
@@ -101,46 +94,17 @@ INGREDIENTS = {
 # ---------------------------------------------------------------------------
 def load_leukemia(data):
     """Standardised leukemia training set: Phi (38, 7129), y in {0: ALL-B, 1: ALL-T, 2: AML}."""
-    try:
-        from sparsesvm.data import datasets
-
-        ds = datasets.load_leukemia(data / "leukemia" / "data_set_ALL_AML_train.tsv",
-                                    data / "leukemia" / "data_set_ALL_AML_independent.tsv",
-                                    data / "leukemia" / "table_ALL_AML_samples.tsv")
-        X, y = np.asarray(ds.X_train, dtype=float), np.asarray(ds.y_train)
-    except Exception:  # the data helper's loader is not there: parse the TSVs here
-        import pandas as pd
-
-        tr = pd.read_csv(data / "leukemia" / "data_set_ALL_AML_train.tsv", sep="\t")
-        cols = [c for c in tr.columns if str(c).strip().isdigit()]
-        X = tr[cols].to_numpy(float).T
-        s = pd.read_csv(data / "leukemia" / "table_ALL_AML_samples.tsv", sep="\t").set_index("Samples")
-        y = np.array([2 if s.loc[int(c), "ALL.AML"] == "AML" else
-                      (0 if s.loc[int(c), "T.B.cell"] == "B-cell" else 1) for c in cols])
-    sd = X.std(axis=0)
-    sd[sd == 0] = 1.0
-    return (X - X.mean(axis=0)) / sd, y
+    X_train, y_train, _, _ = h.leukemia(data, standardize=True)
+    return X_train, y_train
 
 
 def load_mnist100(data, per_class=10, seed=0):
     """Scattering features (100, 3969) of 10 training images per class (seeded)."""
-    with gzip.open(data / "mnist" / "train-images-idx3-ubyte.gz") as f:
-        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
-    with gzip.open(data / "mnist" / "train-labels-idx1-ubyte.gz") as f:
-        labels = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
+    images, labels, _, _ = h.mnist_images(data)
     rng = np.random.default_rng(seed)
     idx = np.concatenate([rng.choice(np.flatnonzero(labels == k), per_class, replace=False)
                           for k in range(10)])
-    try:
-        from sparsesvm.data import features
-
-        F = features.scattering(images[idx], J=2, L=8, progress=False)
-    except Exception:  # position-major kymatio scattering, computed here
-        from kymatio.scattering2d.frontend.numpy_frontend import ScatteringNumPy2D
-
-        S = ScatteringNumPy2D(J=2, shape=(28, 28), L=8)(images[idx].astype(np.float32) / 255.0)
-        F = S.reshape(len(idx), 81, 49).transpose(0, 2, 1).reshape(len(idx), -1)
-    return np.asarray(F, dtype=float), labels[idx]
+    return h.scattering(images[idx]), labels[idx]
 
 
 def clarabel(Phi, y, K, method, alpha, gsize, penalty="l1inf"):
@@ -179,22 +143,18 @@ def clarabel(Phi, y, K, method, alpha, gsize, penalty="l1inf"):
         squared = True
     else:
         prob = cp.Problem(cp.Minimize(g), cons + [loss <= alpha * L])
-    t0 = time.perf_counter()
-    prob.solve(solver="CLARABEL")
-    wall = time.perf_counter() - t0
+    _, wall = h.timed(prob.solve, solver="CLARABEL")
     val = float(prob.value)
     return dict(objective=0.5 * val ** 2 if squared else val, wall=wall,
                 solve=float(prob.solver_stats.solve_time), status=prob.status)
 
 
 def solve_acc(Phi, y, K, method, alpha, gsize, tol, max_time=None, penalty="l1inf", **opts):
-    L = len(y)
+    """The accelerated solver of ``method`` (lambda = 1 / alpha, eta = alpha * L), traced."""
     groups = None if penalty == "l2" else gsize
-    if method == "hinge-reg":
-        return acc.hinge_reg(Phi, y, K, penalty, groups, lam=1.0 / alpha, tol=tol, trace=True,
-                             max_time=max_time, **opts)
-    return acc.hinge_con(Phi, y, K, penalty, groups, eta=alpha * L, tol=tol, trace=True,
-                         max_time=max_time, **opts)
+    solve = h.accelerated.hinge_reg if method == "hinge-reg" else h.accelerated.hinge_con
+    return solve(Phi, y, K, penalty, groups, **h.alpha_parameter(method, alpha, len(y)), tol=tol,
+                 trace=True, max_time=max_time, **opts)
 
 
 def first_time(trace, pref, eps):
@@ -204,17 +164,11 @@ def first_time(trace, pref, eps):
     return float(trace["time"][hit[0]]) if len(hit) else None
 
 
-def fmt(t):
-    return "-" if t is None else f"{t:.3g}"
-
-
 def run_other(args, penalty):
     """Rows of the l12 / l2 comparison: Clarabel vs each of OTHER_VARIANTS, same run."""
     rows = []
     data = {}
-    for ds, method, alpha in OTHER_ANCHORS[penalty]:
-        if args.problems == "mnist":
-            continue
+    for ds, method, alpha in select(OTHER_ANCHORS[penalty], args):
         if ds not in data:
             data[ds] = load_leukemia(args.data)
         Phi, y = data[ds]
@@ -227,7 +181,8 @@ def run_other(args, penalty):
             # the certified-stop run, unless the long run never got near 1e-4 (it would
             # only hit the cap again)
             cert = None
-            if min(full.trace["rel_gap"][np.isfinite(full.trace["rel_gap"])], default=np.inf) <= 1e-3:
+            gaps = full.trace["rel_gap"]
+            if min(gaps[np.isfinite(gaps)], default=np.inf) <= 1e-3:
                 cert = solve_acc(Phi, y, K, method, alpha, 5, tol=1e-4, max_time=args.cap_other,
                                  penalty=penalty, **opts)
             runs[name] = (full, cert)
@@ -251,58 +206,6 @@ def run_other(args, penalty):
     return rows
 
 
-#: (K, samples per class, groups) of the synthetic News20-like l12 problems (--l12-groups)
-L12_GROUP_CASES = [(5, 20, "features"), (5, 20, 5), (10, 10, "features"), (20, 10, "features"),
-                   (20, 10, 5)]
-
-
-def synthetic_sparse(K, per, M=5000, seed=0):
-    """News20-like sparse problem: L = K * per rows of unit norm, 0.5% random terms plus
-    30 class-specific terms per class (each present with probability 0.3)."""
-    import scipy.sparse as sp
-
-    rng = np.random.default_rng(seed)
-    L = K * per
-    y = np.repeat(np.arange(K), per)
-    Phi = sp.random(L, M, density=0.005, random_state=seed + 1, format="lil")
-    for k in range(K):
-        cols = rng.choice(M, 30, replace=False)
-        for r in np.flatnonzero(y == k):
-            hit = cols[rng.random(30) < 0.3]
-            for c in hit:
-                Phi[r, c] = Phi[r, c] + rng.random()
-    Phi = sp.csr_matrix(Phi)
-    nrm = np.sqrt(np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel())
-    return sp.diags(1.0 / np.maximum(nrm, 1e-12)) @ Phi, y
-
-
-def run_l12_groups(args):
-    """l12, hinge-reg alpha = 0.1: column generation vs PDHG by group size (certified gap)."""
-    rows = []
-    for K, per, groups in L12_GROUP_CASES:
-        Phi, y = synthetic_sparse(K, per)
-        for inner in ("cg", "pdhg"):
-            r = acc.hinge_reg(Phi, y, K, "l12", groups, lam=10.0, tol=1e-4, trace=True,
-                              max_time=args.cap_other, inner=inner)
-            gaps = np.asarray(r.trace["rel_gap"])
-            t3 = np.flatnonzero(gaps <= 1e-3)
-            row = dict(K=K, L=len(y), M=Phi.shape[1], groups=groups,
-                       group_size=K if groups == "features" else groups, inner=inner,
-                       t_cert_1e3=float(r.trace["time"][t3[0]]) if len(t3) else None,
-                       t_cert_1e4=r.time if r.converged else None, final_gap=r.rel_gap,
-                       iterations=r.n_iter, cap=args.cap_other)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    print("\n| K, L, groups (size) | engine | certified 1e-3 at s | certified 1e-4 at s | "
-          "final gap | iterations / rounds |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['K']}, {r['L']}, {r['groups']} ({r['group_size']}) | {r['inner']} | "
-              f"{fmt(r['t_cert_1e3'])} | {fmt(r['t_cert_1e4'])} | {r['final_gap']:.1e} | "
-              f"{r['iterations']} (cap {r['cap']:g}s) |")
-    return rows
-
-
 def print_other(rows):
     print("\n| problem | variant (engine) | Clarabel solve (wall) s | t(1e-4) s | t(1e-6) s | "
           "t(1e-4) / Clarabel solve | certified stop (tol 1e-4) s | its true gap | "
@@ -312,44 +215,16 @@ def print_other(rows):
         ctg = "-" if r["cert_true_gap"] is None else f"{r['cert_true_gap']:.1e}"
         print(f"| leukemia {r['penalty']} {r['method']} a={r['alpha']:g} | {r['variant']} "
               f"({r['engine']}) | {r['clarabel_solve']:.3g} ({r['clarabel_wall']:.3g}) | "
-              f"{fmt(r['t_1e4'])} | {fmt(r['t_1e6'])} | {fmt(r['ratio_1e4'])} | "
-              f"{fmt(r['cert_stop'])} | {ctg} | {r['best_true_gap']:.1e} ({r['full_iter']}, "
+              f"{h.fmt(r['t_1e4'])} | {h.fmt(r['t_1e6'])} | {h.fmt(r['ratio_1e4'])} | "
+              f"{h.fmt(r['cert_stop'])} | {ctg} | {r['best_true_gap']:.1e} ({r['full_iter']}, "
               f"{r['cap']:g}s) | {r['clarabel_rel_err']:.1e} |")
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get("SPARSESVM_MIRROR", DEFAULT_DATA)))
-    ap.add_argument("--problems", choices=["all", "leuk", "mnist"], default="all")
-    ap.add_argument("--no-ingredients", dest="ingredients", action="store_false")
-    ap.add_argument("--cap", type=float, default=15.0, help="seconds per PDHG ingredient run")
-    ap.add_argument("--penalties", nargs="+", choices=["l1inf", "l12", "l2"], default=["l1inf"],
-                    help="l1inf: the anchors above; l12 / l2: leukemia anchors (OTHER_ANCHORS)")
-    ap.add_argument("--cap-other", type=float, default=30.0,
-                    help="seconds per solver run on the l12 / l2 anchors")
-    ap.add_argument("--l12-groups", action="store_true",
-                    help="only the synthetic l12 comparison of engines by group size")
-    ap.add_argument("--json", type=Path, default=None, help="write all numbers here")
-    args = ap.parse_args(argv)
-    if args.l12_groups:
-        rows = run_l12_groups(args)
-        if args.json:
-            args.json.write_text(json.dumps(dict(l12_groups=rows), indent=1))
-        return
-    other_rows = [r for pen in args.penalties if pen != "l1inf"
-                  for r in run_other(args, pen)]
-    if other_rows:
-        print_other(other_rows)
-    if "l1inf" not in args.penalties:
-        if args.json:
-            args.json.write_text(json.dumps(dict(other=other_rows), indent=1))
-        return
-
+def run_anchors(args):
+    """Rows of the l1inf anchors (Clarabel vs column generation) and of the PDHG ingredients."""
     data = {}
     rows, ing_rows = [], []
-    for ds, method, alpha in ANCHORS:
-        if args.problems == "leuk" and ds != "leukemia" or args.problems == "mnist" and ds != "mnist100":
-            continue
+    for ds, method, alpha in select(ANCHORS, args):
         if ds not in data:
             data[ds] = load_leukemia(args.data) if ds == "leukemia" else load_mnist100(args.data)
         Phi, y = data[ds]
@@ -362,7 +237,8 @@ def main(argv=None):
         row = dict(dataset=ds, method=method, alpha=alpha, p_ref=pref,
                    clarabel_solve=ref["solve"], clarabel_wall=ref["wall"],
                    clarabel_rel_err=(ref["objective"] - pref) / pref,
-                   t_1e4=first_time(full.trace, pref, 1e-4), t_1e6=first_time(full.trace, pref, 1e-6),
+                   t_1e4=first_time(full.trace, pref, 1e-4),
+                   t_1e6=first_time(full.trace, pref, 1e-6),
                    t_final=full.time, final_cert_gap=full.rel_gap,
                    cert_stop=cert.time, cert_true_1e4=first_time(cert.trace, pref, 1e-4),
                    cert_true_gap=(cert.objective - pref) / pref, cert_gap=cert.rel_gap,
@@ -371,38 +247,81 @@ def main(argv=None):
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.ingredients and (ds, method, alpha) in INGREDIENT_PROBLEMS:
-            for name, opts in INGREDIENTS.items():
-                r = solve_acc(Phi, y, K, method, alpha, gsize, tol=1e-9, max_time=args.cap, **opts)
-                ir = dict(dataset=ds, method=method, alpha=alpha, variant=name,
-                          **{f"t_{e:g}": first_time(r.trace, pref, e) for e in (1e-2, 1e-3, 1e-4, 1e-6)},
-                          final_true_gap=(min(r.trace["objective"]) - pref) / pref,
-                          iterations=r.n_iter, cap=args.cap)
-                ing_rows.append(ir)
-                print(json.dumps(ir), flush=True)
-            cg = dict(dataset=ds, method=method, alpha=alpha, variant="column generation (default)",
-                      **{f"t_{e:g}": first_time(full.trace, pref, e) for e in (1e-2, 1e-3, 1e-4, 1e-6)},
-                      final_true_gap=(full.objective - pref) / pref, iterations=full.n_iter, cap=None)
-            ing_rows.append(cg)
+            ing_rows += run_ingredients(args, Phi, y, K, (ds, method, alpha), gsize, pref, full)
+    return rows, ing_rows
 
+
+def run_ingredients(args, Phi, y, K, problem, gsize, pref, full):
+    """Each of INGREDIENTS to a 1e-9 gap or ``--cap`` seconds, then the default (``full``)."""
+    ds, method, alpha = problem
+    times = (1e-2, 1e-3, 1e-4, 1e-6)
+    rows = []
+    for name, opts in INGREDIENTS.items():
+        r = solve_acc(Phi, y, K, method, alpha, gsize, tol=1e-9, max_time=args.cap, **opts)
+        ir = dict(dataset=ds, method=method, alpha=alpha, variant=name,
+                  **{f"t_{e:g}": first_time(r.trace, pref, e) for e in times},
+                  final_true_gap=(min(r.trace["objective"]) - pref) / pref,
+                  iterations=r.n_iter, cap=args.cap)
+        rows.append(ir)
+        print(json.dumps(ir), flush=True)
+    rows.append(dict(dataset=ds, method=method, alpha=alpha, variant="column generation (default)",
+                     **{f"t_{e:g}": first_time(full.trace, pref, e) for e in times},
+                     final_true_gap=(full.objective - pref) / pref, iterations=full.n_iter,
+                     cap=None))
+    return rows
+
+
+def print_anchors(rows, ing_rows):
     print("\n| problem | Clarabel solve (wall) s | t(1e-4) s | t(1e-6) s | speed-up at 1e-4 | "
           "certified stop (tol 1e-4) s | true 1e-4 reached s | ratio | Clarabel rel. err |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ratio = r["cert_stop"] / r["cert_true_1e4"] if r["cert_true_1e4"] else None
         print(f"| {r['dataset']} {r['method']} a={r['alpha']:g} | {r['clarabel_solve']:.3g} "
-              f"({r['clarabel_wall']:.3g}) | {fmt(r['t_1e4'])} | {fmt(r['t_1e6'])} | "
-              f"{fmt(r['speedup_1e4'])}x | {r['cert_stop']:.3g} | {fmt(r['cert_true_1e4'])} | "
-              f"{fmt(ratio)} | {r['clarabel_rel_err']:.1e} |")
+              f"({r['clarabel_wall']:.3g}) | {h.fmt(r['t_1e4'])} | {h.fmt(r['t_1e6'])} | "
+              f"{h.fmt(r['speedup_1e4'])}x | {r['cert_stop']:.3g} | {h.fmt(r['cert_true_1e4'])} | "
+              f"{h.fmt(ratio)} | {r['clarabel_rel_err']:.1e} |")
     if ing_rows:
-        print("\n| problem | variant | t(1e-2) | t(1e-3) | t(1e-4) | t(1e-6) | best true gap | iterations |")
+        print("\n| problem | variant | t(1e-2) | t(1e-3) | t(1e-4) | t(1e-6) | best true gap "
+              "| iterations |")
         print("|---|---|---|---|---|---|---|---|")
         for r in ing_rows:
             print(f"| {r['dataset']} {r['method']} a={r['alpha']:g} | {r['variant']} | "
-                  f"{fmt(r['t_0.01'])} | {fmt(r['t_0.001'])} | {fmt(r['t_0.0001'])} | "
-                  f"{fmt(r['t_1e-06'])} | {r['final_true_gap']:.1e} | {r['iterations']} |")
+                  f"{h.fmt(r['t_0.01'])} | {h.fmt(r['t_0.001'])} | {h.fmt(r['t_0.0001'])} | "
+                  f"{h.fmt(r['t_1e-06'])} | {r['final_true_gap']:.1e} | {r['iterations']} |")
+
+
+def select(anchors, args):
+    """The anchors of ``--problems`` (only the first with ``--quick``)."""
+    keep = {"all": ("leukemia", "mnist100"), "leuk": ("leukemia",), "mnist": ("mnist100",)}
+    chosen = [a for a in anchors if a[0] in keep[args.problems]]
+    return chosen[:1] if args.quick else chosen
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    h.add_data_argument(ap)
+    ap.add_argument("--problems", choices=["all", "leuk", "mnist"], default="all")
+    ap.add_argument("--no-ingredients", dest="ingredients", action="store_false")
+    ap.add_argument("--cap", type=float, default=15.0, help="seconds per PDHG ingredient run")
+    ap.add_argument("--penalties", nargs="+", choices=["l1inf", "l12", "l2"], default=["l1inf"],
+                    help="l1inf: the anchors above; l12 / l2: leukemia anchors (OTHER_ANCHORS)")
+    ap.add_argument("--cap-other", type=float, default=30.0,
+                    help="seconds per solver run on the l12 / l2 anchors")
+    ap.add_argument("--quick", action="store_true",
+                    help="only the first anchor of each selected list (a check that it runs)")
+    h.add_output_argument(ap)
+    args = ap.parse_args(argv)
+    other_rows = [r for pen in args.penalties if pen != "l1inf"
+                  for r in run_other(args, pen)]
+    if other_rows:
+        print_other(other_rows)
+    rows, ing_rows = run_anchors(args) if "l1inf" in args.penalties else ([], [])
+    if rows:
+        print_anchors(rows, ing_rows)
     if args.json:
-        args.json.write_text(json.dumps(dict(anchors=rows, ingredients=ing_rows, other=other_rows),
-                                        indent=1))
+        h.write_results(args.json, dict(anchors=rows, ingredients=ing_rows, other=other_rows),
+                        args)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """Cost of one iteration of hinge-reg / hinge-con against the two products with Phi.
 
+Question: how close is one iteration of the paper's algorithms to its floor, the two
+products with Phi every iteration needs, with the compiled kernels and without? Answered
+by ``python benchmarks/bench_iteration.py --clock cpu`` with the shapes below.
+
 For l1inf with within-class groups of 81 on
 
 * ``mnist``:  dense Phi, L = 100, M = 3969 (= 81 channels x 49 positions, the
@@ -25,16 +29,20 @@ it reports
   ``--max-iter``) and, with ``--cvxpy``, the relative objective gap to CVXPY's
   optimum at that point (Clarabel; slow: minutes for news20).
 
-``--sweep`` instead compares primal-dual step balances ``step_ratio = sigma/tau``
-on a leukemia-like (L = 38, M = 7129, K = 3) and an MNIST-like problem (the
-measurement behind ``sparsesvm.solvers.DEFAULT_STEP_RATIO``).
+(The balance of the primal-dual steps, ``sparsesvm.solvers.DEFAULT_STEP_RATIO``:
+``bench_step_ratio.py``.)
 
 Usage::
 
     .venv/bin/python benchmarks/bench_iteration.py [--problems mnist news20]
         [--L 30 50 100] [--penalty l1inf] [--groups 81|features]
-        [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy] [--sweep]
+        [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy]
         [--json out.json]
+    .venv/bin/python benchmarks/bench_iteration.py --problems mnist --L 30 --iters 20 \
+        --max-iter 50 --repeats 1 --paths numpy                             # quick
+
+``--problems results/news20/features`` times the workflow's stored features (real
+TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows.
 
 The issue-11 shapes: ``--problems mnist --L 30 50 100`` (E2/E4),
 ``--problems news20 --penalty l12 --groups features --L 100 200 1000`` (E3),
@@ -45,9 +53,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
+import _harness as h  # one BLAS thread
 import numpy as np
 import scipy.sparse as sp
 
@@ -55,55 +63,23 @@ import scipy.sparse as sp
 #: ``--clock cpu``, robust to a shared machine's load) or ``time.perf_counter`` (wall)
 CLOCK = time.process_time
 
-from sparsesvm import solvers
-from sparsesvm.solvers import _kernels
-from sparsesvm.model.operator import MulticlassOperator
-from sparsesvm.model.penalties import make_penalty
+#: problem name -> (synthetic problem of that shape, default group size)
+PROBLEMS = {"mnist": (h.scattering_like, 81), "news20": (h.tfidf_like, 81)}
 
 
-# --------------------------------------------------------------------------- #
-# problems
-# --------------------------------------------------------------------------- #
-def mnist_like(rng, L=100, K=10, channels=81, positions=49, noise=1.0):
-    """Non-negative, class-structured dense features, position-major layout."""
-    M = channels * positions
-    y = np.arange(L) % K
-    means = np.abs(rng.standard_normal((K, M))) * (rng.random((K, M)) < 0.3)
-    Phi = np.abs(means[y] + noise * rng.standard_normal((L, M)))
-    Phi /= np.linalg.norm(Phi, axis=1, keepdims=True)
-    return Phi, y, K
+def stored_problem(directory):
+    """A maker like those of :data:`PROBLEMS` for the workflow's stored training features.
 
+    ``make(rng, L=None)`` returns the first ``L`` stored training rows (all by default) of
+    ``directory`` (``results/<dataset>/features``), their labels and the number of classes;
+    the default group size is 81 (MNIST's channels).
+    """
+    def make(rng, L=None):
+        X, y = h.stored_features(directory, "train")
+        L = len(y) if L is None else L
+        return X[:L], y[:L], int(y.max()) + 1
 
-def news20_like(rng, L=1000, M=26214, K=20, density=0.01):
-    """CSR TF-IDF-like features: 1 % non-zeros, half drawn from class vocabularies."""
-    y = np.arange(L) % K
-    nnz_row = int(round(density * M))
-    vocab = [rng.choice(M, size=M // K, replace=False) for _ in range(K)]
-    rows, cols = [], []
-    for i in range(L):
-        own = rng.choice(vocab[y[i]], size=nnz_row // 2, replace=False)
-        other = rng.choice(M, size=nnz_row - nnz_row // 2, replace=False)
-        c = np.unique(np.concatenate([own, other]))
-        rows.append(np.full(c.size, i))
-        cols.append(c)
-    rows, cols = np.concatenate(rows), np.concatenate(cols)
-    vals = rng.exponential(1.0, size=rows.size)
-    Phi = sp.csr_matrix((vals, (rows, cols)), shape=(L, M))
-    norms = np.sqrt(np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel())
-    Phi = sp.csr_matrix(sp.diags(1.0 / norms) @ Phi)
-    return Phi, y, K
-
-
-def leukemia_like(rng, L=38, M=7129, K=3):
-    """Standardised Gaussian expression-like data, 19/8/11 samples per class."""
-    y = np.repeat(np.arange(K), [19, 8, 11])[:L]
-    means = rng.standard_normal((K, M)) * (rng.random((K, M)) < 0.02) * 2.0
-    Phi = means[y] + rng.standard_normal((L, M))
-    Phi = (Phi - Phi.mean(0)) / Phi.std(0)
-    return Phi, y, K
-
-
-PROBLEMS = {"mnist": (mnist_like, 81), "news20": (news20_like, 81)}
+    return make, 81
 
 
 # --------------------------------------------------------------------------- #
@@ -113,13 +89,12 @@ def passes_floor(M, K, repeats=30):
     """Median seconds of two passes over a (M + 1, K) float64 parameter array (two copies)."""
     A = np.random.default_rng(1).standard_normal((M + 1, K))
     B = np.empty_like(A)
-    times = []
-    for _ in range(repeats):
-        t0 = CLOCK()
+
+    def two_passes():
         np.copyto(B, A)
         np.copyto(A, B)
-        times.append(CLOCK() - t0)
-    return float(np.median(times))
+
+    return h.repeat_timing(two_passes, repeats, CLOCK).median
 
 
 def product_floor(Phi, K, repeats=30, rng=None):
@@ -128,35 +103,19 @@ def product_floor(Phi, K, repeats=30, rng=None):
     L, M = Phi.shape
     W = rng.standard_normal((M, K))
     G = rng.standard_normal((L, K))
-    times = []
-    for _ in range(repeats):
-        t0 = CLOCK()
+
+    def products():
         Phi @ W
         Phi.T @ G
-        times.append(CLOCK() - t0)
-    return float(np.median(times))
 
-
-def _run(method, op, pen, alpha, **kw):
-    if method == "hinge-reg":
-        return solvers.hinge_reg(op, pen, 1.0 / alpha, **kw)
-    return solvers.hinge_con(op, pen, alpha * op.n_samples, **kw)
-
-
-def cvxpy_optimum(method, Phi, y, K, groups, alpha):
-    """Optimal objective of the l1inf problem by CVXPY/Clarabel (tests/cvx_reference)."""
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-    import cvx_reference
-
-    lam, eta = 1.0 / alpha, alpha * Phi.shape[0]
-    return cvx_reference.solve(method, Phi, y, K, "l1inf", groups, lam=lam, eta=eta)[0]
+    return h.repeat_timing(products, repeats, CLOCK).median
 
 
 def use_path(path):
     """Route the primal update of the solvers through ``path`` ("numba" or "numpy")."""
-    if path == "numba" and not _kernels.available():
+    if path == "numba" and not h.kernels.available():
         raise SystemExit("numba is not installed: pip install sparsesvm[fast], or --paths numpy")
-    _kernels.MIN_SIZE = 0 if path == "numba" else 1 << 62
+    h.kernels.MIN_SIZE = 0 if path == "numba" else 1 << 62
 
 
 def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repeats=3,
@@ -168,34 +127,37 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     load drifts, so each ratio compares times taken within seconds of each other;
     the median pair is reported.
     """
-    make, default_groups = PROBLEMS[problem]
+    make, default_groups = PROBLEMS[problem] if problem in PROBLEMS else stored_problem(problem)
     groups = default_groups if groups is None else groups
     groups = None if penalty in ("l1", "l2") else groups
     rng = np.random.default_rng(seed)
     Phi, y, K = make(rng) if L is None else make(rng, L=L)
-    op = MulticlassOperator(Phi, y, K)
+    op = h.MulticlassOperator(Phi, y, K)
     op.norm()
-    pen = make_penalty(penalty, groups, Phi.shape[1], K)
+    pen = h.make_penalty(penalty, groups, Phi.shape[1], K)
     passes = passes_floor(Phi.shape[1], K)
     use_path(path)
     rows = []
     for method in ("hinge-reg", "hinge-con"):
         alpha = alphas[method]
         # warm-up: numba loads (or compiles) its kernel at the first fit
-        _run(method, op, pen, alpha, tol=0.0, max_iter=5, step_ratio=step_ratio)
+        h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=5, step_ratio=step_ratio)
         pairs = []
         for _ in range(repeats):
             before = product_floor(op.Phi, K)
             t0 = CLOCK()
-            fixed = _run(method, op, pen, alpha, tol=0.0, max_iter=iters, step_ratio=step_ratio)
+            fixed = h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=iters,
+                                step_ratio=step_ratio)
             spent = CLOCK() - t0 if CLOCK is time.process_time else fixed.fit_time
             products = min(before, product_floor(op.Phi, K))
             floor = max(products, passes)
             per_it = spent / fixed.n_iter
             pairs.append((per_it / floor, per_it, floor, products))
         ratio, per_it, floor, products = sorted(pairs)[len(pairs) // 2]
-        full = _run(method, op, pen, alpha, tol=1e-5, max_iter=max_iter, step_ratio=step_ratio)
-        row = dict(problem=problem, path=path, method=method, alpha=alpha, L=Phi.shape[0], M=Phi.shape[1],
+        full = h.paper_fit(method, op, pen, alpha, tol=1e-5, max_iter=max_iter,
+                           step_ratio=step_ratio)
+        row = dict(problem=problem, path=path, method=method, alpha=alpha, L=Phi.shape[0],
+                   M=Phi.shape[1],
                    K=K, penalty=penalty, groups=groups, sparse=sp.issparse(Phi),
                    floor_ms=1e3 * floor, products_ms=1e3 * products, passes_ms=1e3 * passes,
                    binds="products" if products >= passes else "passes",
@@ -206,72 +168,30 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
                    stop_violation=full.constraint_violation,
                    zero_weights_pct=100.0 * float(np.mean(full.X[:-1] == 0)))
         if use_cvxpy:
-            t0 = time.perf_counter()
-            opt = cvxpy_optimum(method, Phi, y, K, groups, alpha)
+            opt, row["cvxpy_time_s"] = h.timed(h.cvx_optimum, method, Phi, y, K, penalty,
+                                               groups, alpha)
             row["cvxpy_objective"] = opt
-            row["cvxpy_time_s"] = time.perf_counter() - t0
             row["rel_gap_at_stop"] = (full.objective - opt) / abs(opt)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
 
 
-# --------------------------------------------------------------------------- #
-# step-ratio sweep
-# --------------------------------------------------------------------------- #
-def sweep(ratios, max_iter, seed=0):
-    """Iterations, time and objective gap at the 1e-5 stop, per step_ratio.
-
-    For each problem (leukemia-like, MNIST-like), method and alpha, every ratio
-    runs to the paper's stop (relative change <= 1e-5, cap ``max_iter``); the
-    gap is relative to CVXPY's optimum of the same problem, and for hinge-con
-    the constraint violation at the stop is reported with it. The trace gives
-    the first iteration at which the objective is within 1e-2 of the optimum
-    (hinge-reg only: a constrained iterate can look better than optimal).
-    """
-    rng = np.random.default_rng(seed)
-    cases = [("leukemia", leukemia_like(rng), 5, {"hinge-reg": [1.0, 0.1], "hinge-con": [0.05, 0.2]}),
-             ("mnist", mnist_like(rng), 81, {"hinge-reg": [0.1, 0.01], "hinge-con": [0.05, 0.2]})]
-    out = []
-    for name, (Phi, y, K), groups, alphas in cases:
-        op = MulticlassOperator(Phi, y, K)
-        op.norm()
-        pen = make_penalty("l1inf", groups, Phi.shape[1], K)
-        for method, alpha_list in alphas.items():
-            for alpha in alpha_list:
-                t0 = time.perf_counter()
-                opt = cvxpy_optimum(method, Phi, y, K, groups, alpha)
-                t_cvx = time.perf_counter() - t0
-                for r in ratios:
-                    res = _run(method, op, pen, alpha, tol=1e-5, max_iter=max_iter, step_ratio=r,
-                               trace=True)
-                    gaps = (res.trace["objective"] - opt) / abs(opt)
-                    hit = np.nonzero(np.abs(gaps) <= 1e-2)[0]
-                    row = dict(problem=name, method=method, alpha=alpha, step_ratio=r,
-                               iters=res.n_iter, converged=res.converged, time_s=res.fit_time,
-                               rel_gap=(res.objective - opt) / abs(opt),
-                               violation_rel=res.constraint_violation / (alpha * op.n_samples),
-                               iters_to_gap_1e2=(int(hit[0]) + 1 if hit.size and method == "hinge-reg"
-                                                  else None),
-                               cvxpy_objective=opt, cvxpy_time_s=t_cvx)
-                    print(json.dumps(row), flush=True)
-                    out.append(row)
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--problems", nargs="+", default=["mnist", "news20"], choices=list(PROBLEMS))
-    ap.add_argument("--iters", type=int, default=200, help="iterations of the per-iteration timing run")
-    ap.add_argument("--repeats", type=int, default=3, help="(floor, run) pairs; the median ratio is reported")
+    ap.add_argument("--problems", nargs="+", default=["mnist", "news20"],
+                    help=f"synthetic problems ({', '.join(PROBLEMS)}) or feature folders of the "
+                         "workflow (results/<dataset>/features: its first --L training rows)")
+    ap.add_argument("--iters", type=int, default=200,
+                    help="iterations of the per-iteration timing run")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="(floor, run) pairs; the median ratio is reported")
     ap.add_argument("--max-iter", type=int, default=20000, help="cap of the run to the 1e-5 stop")
     ap.add_argument("--alpha-reg", type=float, default=0.01)
     ap.add_argument("--alpha-con", type=float, default=0.05)
-    ap.add_argument("--step-ratio", type=float, default=solvers.DEFAULT_STEP_RATIO)
+    ap.add_argument("--step-ratio", type=float, default=h.solvers.DEFAULT_STEP_RATIO)
     ap.add_argument("--cvxpy", action="store_true", help="also solve with CVXPY (slow)")
-    ap.add_argument("--sweep", action="store_true", help="step_ratio sweep instead")
-    ap.add_argument("--ratios", type=float, nargs="+", default=[0.01, 0.1, 1.0, 10.0, 100.0])
-    ap.add_argument("--json", help="write all rows to this file")
+    h.add_output_argument(ap)
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                     help="cpu: process CPU seconds around the run (set-up and certificate "
@@ -286,27 +206,21 @@ def main(argv=None):
     args = ap.parse_args(argv)
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(args.threads)
-    if args.sweep:
-        rows = sweep(args.ratios, args.max_iter)
-    else:
-        alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
-        paths = args.paths or (["numba", "numpy"] if _kernels.available() else ["numpy"])
-        rows = []
-        groups = args.groups
-        if groups is not None and groups != "features":
-            groups = int(groups)
-        for p in args.problems:
-            for L in args.L:
-                for path in paths:
-                    rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy,
-                                  args.step_ratio, repeats=args.repeats, path=path, L=L,
-                                  penalty=args.penalty, groups=groups)
+    h.limit_blas(args.threads)
+    alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
+    paths = args.paths or (["numba", "numpy"] if h.kernels.available() else ["numpy"])
+    rows = []
+    groups = args.groups
+    if groups is not None and groups != "features":
+        groups = int(groups)
+    for p in args.problems:
+        for L in args.L:
+            for path in paths:
+                rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy,
+                              args.step_ratio, repeats=args.repeats, path=path, L=L,
+                              penalty=args.penalty, groups=groups)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+        h.write_results(args.json, {"rows": rows}, args)
 
 
 if __name__ == "__main__":

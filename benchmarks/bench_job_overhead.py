@@ -1,5 +1,9 @@
 """Per-job overhead of a training job (issue 5): wall time of a fresh process vs its fit time.
 
+Question: what does a workflow training job cost beyond its fit (interpreter start,
+imports, reading the features, writing the record)? Answered by
+``python benchmarks/bench_job_overhead.py --repeats 3``.
+
 A Snakemake ``train`` job is one fresh Python process that imports numpy,
 threadpoolctl and :mod:`sparsesvm.experiments.runner`, loads one training
 subset and the whole test split from the stored features, fits, predicts and
@@ -48,20 +52,20 @@ Usage::
     .venv/bin/python benchmarks/bench_job_overhead.py [--methods hinge-reg ...]
         [--alpha 0.1] [--tol 1e-5] [--max-iter 100000] [--repeats 3]
         [--modes as-is sklearn src=DIR] [--snakemake] [--features-dir DIR] [--json out.json]
+    .venv/bin/python benchmarks/bench_job_overhead.py --methods hinge-reg --repeats 1 \
+        --max-iter 5 --n-stored 100                                         # quick
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import _harness as h  # one BLAS thread
 
 METHODS = ("hinge-reg", "hinge-con", "square", "logit", "ova")
 N_TEST = 10000
@@ -123,8 +127,6 @@ def make_features(directory, n_stored=3000, seed=0):
     """
     import numpy as np
 
-    from sparsesvm.data import features
-
     rng = np.random.default_rng(seed)
     M = CHANNELS * POSITIONS
     means = (np.abs(rng.standard_normal((K, M))) * (rng.random((K, M)) < 0.3)).astype(np.float32)
@@ -137,9 +139,9 @@ def make_features(directory, n_stored=3000, seed=0):
     rows = np.sort(rng.choice(N_TRAIN_OFFICIAL, size=n_stored, replace=False))
     y_train = rng.integers(0, K, size=n_stored)
     y_test = rng.integers(0, K, size=N_TEST)
-    features.save_features(
+    h.save_features(
         directory, draw(y_train), y_train, draw(y_test), y_test,
-        {"dataset": "mnist-synthetic", "layout": features.scattering_layout(2, 8, (28, 28))},
+        {"dataset": "mnist-synthetic", "layout": h.scattering_layout(2, 8, (28, 28))},
         train_rows=rows,
     )
     subset = np.concatenate([rows[y_train == k][:3] for k in range(K)])
@@ -168,19 +170,11 @@ def run_once(features_dir, subset, method, args, out, mode="as-is"):
     payload = json.dumps({"features": str(features_dir), "subset": str(subset), "method": method,
                           "alpha": args.alpha, "tol": args.tol, "max_iter": args.max_iter,
                           "out": str(out), "sklearn": sklearn_first, "snakemake": args.snakemake})
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join([src] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.time()
-    proc = subprocess.run([sys.executable, "-c", CHILD, payload], capture_output=True, text=True,
-                          env=env)
-    t_end = time.time()
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    proc = h.run_fresh(CHILD, payload, env=h.child_env(src, PYTHONWARNINGS="ignore"), check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"job {method} ({label}) failed:\n{proc.stderr}")
-    c = json.loads(proc.stdout.strip().splitlines()[-1])
+    c = proc.last_json()
+    t0, t_end, cpu = proc.started, proc.ended, proc.cpu_s
     with open(out, encoding="utf-8") as fh:
         rec = json.load(fh)
     wall = t_end - t0
@@ -219,21 +213,24 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--methods", nargs="+", default=list(METHODS),
                     choices=list(METHODS) + ["hinge-lin"])
-    ap.add_argument("--alpha", type=float, default=0.1, help="alpha of every job (E2 grid: 1e-3..10)")
+    ap.add_argument("--alpha", type=float, default=0.1,
+                    help="alpha of every job (E2 grid: 1e-3..10)")
     ap.add_argument("--tol", type=float, default=1e-5, help="E2: 1e-5")
     ap.add_argument("--max-iter", type=int, default=100000, help="E2: 100000")
     ap.add_argument("--repeats", type=int, default=3,
                     help="fresh processes per method and mode (median shown)")
-    ap.add_argument("--n-stored", type=int, default=3000, help="training rows stored in the features")
+    ap.add_argument("--n-stored", type=int, default=3000,
+                    help="training rows stored in the features")
     ap.add_argument("--features-dir", help="reuse (or create) this feature directory")
     ap.add_argument("--modes", nargs="+", default=["as-is"],
-                    help="'as-is' (the installed package), 'sklearn' (the child imports sklearn.base "
-                         "first: the training path before issue 5), 'src=DIR' (sparsesvm from DIR, "
-                         "e.g. `git archive HEAD src | tar -x -C /tmp/old` then src=/tmp/old/src); "
-                         "modes are interleaved, so their ratios come from one run")
+                    help="'as-is' (the installed package), 'sklearn' (the child imports "
+                         "sklearn.base first: the training path before issue 5), 'src=DIR' "
+                         "(sparsesvm from DIR, e.g. `git archive HEAD src | tar -x -C /tmp/old` "
+                         "then src=/tmp/old/src); modes are interleaved, so their ratios come "
+                         "from one run")
     ap.add_argument("--snakemake", action="store_true",
                     help="child also does the imports of Snakemake's script preamble")
-    ap.add_argument("--json", help="write all rows (every repeat) to this file")
+    h.add_output_argument(ap)
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
@@ -242,14 +239,21 @@ def main(argv=None):
             parse_mode(mode)
     except ValueError as exc:
         ap.error(str(exc))
+    rows = measure(args)
+    print_summary(rows, args)
+    if args.json:
+        h.write_results(args.json, {"rows": rows}, args)
+    return rows
 
+
+def measure(args):
+    """Every method x repeat x mode as a fresh process (modes interleaved): the rows."""
     with tempfile.TemporaryDirectory(prefix="bench_job_overhead_") as tmp:
         fdir = Path(args.features_dir) if args.features_dir else Path(tmp) / "features"
         subset = fdir / "subset.npy"
         if not (subset.is_file() and (fdir / "meta.json").is_file()):
-            t0 = time.perf_counter()
-            subset = make_features(fdir, n_stored=args.n_stored)
-            print(f"features written to {fdir} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            subset, seconds = h.timed(make_features, fdir, n_stored=args.n_stored)
+            print(f"features written to {fdir} in {seconds:.1f} s", file=sys.stderr)
         # warm the page cache as a workflow's many jobs do (the first job pays the disk read)
         for mode in args.modes:
             run_once(fdir, subset, args.methods[0], args, Path(tmp) / "warm.json", mode)
@@ -259,32 +263,34 @@ def main(argv=None):
                 for mode in args.modes:
                     out = Path(tmp) / f"{method}-{r}.json"
                     rows.append({**run_once(fdir, subset, method, args, out, mode), "repeat": r})
+    return rows
 
+
+def print_summary(rows, args):
+    """The table of medians per method and mode, then the overhead per mode."""
     print(f"# E2-sized job (M=3969, K=10, L=30, n_test={N_TEST}, l1inf/81, alpha={args.alpha}, "
           f"tol={args.tol}, max_iter={args.max_iter})"
           f"{', + snakemake preamble imports' if args.snakemake else ''}; "
           f"median of {args.repeats} fresh processes, seconds")
     width = max(len(m) for m in args.modes)
-    print(f"{'method':<10} {'mode':<{width}} " + " ".join(f"{h:>8}" for h in HEADERS)
+    print(f"{'method':<10} {'mode':<{width}} " + " ".join(f"{name:>8}" for name in HEADERS)
           + "  n_iter sklearn scipy")
     summary = {}
+    yes = {True: "yes", False: "no"}
     for method in args.methods:
         for mode in args.modes:
             mine = [r for r in rows if r["method"] == method and r["mode"] == mode]
             med = {c: statistics.median(r[c] for r in mine) for c in COLUMNS}
             summary.setdefault(mode, []).append((med["overhead"], med["cpu_minus_fit"]))
-            yes = {True: "yes", False: "no"}
             print(f"{method:<10} {mode:<{width}} " + " ".join(f"{med[c]:8.3f}" for c in COLUMNS)
                   + f" {mine[0]['n_iter']:7d} {yes[any(r['sklearn_imported'] for r in mine)]:>7}"
                   + f" {yes[any(r['scipy_imported'] for r in mine)]:>5}")
     for mode, values in summary.items():
         wall, cpu = [v[0] for v in values], [v[1] for v in values]
-        print(f"# {mode}: overhead = wall - fit: median over methods {statistics.median(wall):.3f} s, "
+        print(f"# {mode}: overhead = wall - fit: median over methods "
+              f"{statistics.median(wall):.3f} s, "
               f"max {max(wall):.3f} s; cpu - fit: median {statistics.median(cpu):.3f} s, "
               f"max {max(cpu):.3f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1) + "\n")
-    return rows
 
 
 if __name__ == "__main__":

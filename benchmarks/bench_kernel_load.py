@@ -1,22 +1,26 @@
 """What the compiled kernels cost a fresh process: importing numba, loading (or compiling) the
 kernels, and a short hinge-reg fit's CPU time against its ``fit_time_``.
 
-Each measurement runs in a new Python process, as a workflow job does, with one BLAS thread:
-first with an empty cache directory (the kernels are compiled), then ``--repeats`` times with
-the cache that run filled (the kernels are loaded). ``--src`` measures another checkout's
-package (e.g. an older commit) the same way. JSON lines out, one per process.
+Question: what do the numba kernels cost a workflow job's fresh process, with a cold and a
+warm cache? Answered by ``python benchmarks/bench_kernel_load.py --repeats 3``.
+
+Each measurement runs in a new Python process (:func:`_harness.run_fresh`), as a workflow
+job does, with one BLAS thread: first with an empty cache directory (the kernels are
+compiled), then ``--repeats`` times with the cache that run filled (the kernels are
+loaded). ``--src`` measures another checkout's package (e.g. an older commit) the same
+way. JSON lines out, one per process (``--json``: all of them in one file).
 
     python benchmarks/bench_kernel_load.py --repeats 3
     python benchmarks/bench_kernel_load.py --src /path/to/old/checkout/src --what fit
+    python benchmarks/bench_kernel_load.py --repeats 1 --what load          # quick
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
+
+import _harness as h  # one BLAS thread
 
 LOAD = """
 import json, resource
@@ -27,7 +31,8 @@ from sparsesvm.solvers import _kernels
 k = _kernels._load(); c2 = cpu()
 fns = [getattr(k, n) for n in ("step", "simplex_step", "epigraph_step") if hasattr(k, n)]
 print(json.dumps({"import_numba_cpu_s": round(c1 - c0, 3), "load_kernels_cpu_s": round(c2 - c1, 3),
-                  "n_kernels": len(fns), "cache_misses": sum(sum(f.stats.cache_misses.values()) for f in fns)}))
+                  "n_kernels": len(fns),
+                  "cache_misses": sum(sum(f.stats.cache_misses.values()) for f in fns)}))
 """
 
 FIT = """
@@ -49,15 +54,11 @@ print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s":
 
 
 def run(code, src, cache):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               XDG_CACHE_HOME=cache)
+    """The JSON line printed by ``code`` in a fresh process with the cache folder ``cache``."""
+    env = h.child_env(src, XDG_CACHE_HOME=cache)
     env.pop("NUMBA_CACHE_DIR", None)
     env.pop("SPARSESVM_CACHE_DIR", None)
-    if src:
-        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True, cwd=tempfile.gettempdir())
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return h.run_fresh(code, env=env, cwd=tempfile.gettempdir()).last_json()
 
 
 def main(argv=None):
@@ -65,14 +66,19 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="warm-cache processes per measurement")
     ap.add_argument("--src", default=None, help="a checkout's src/ directory to measure instead")
     ap.add_argument("--what", choices=["load", "fit", "both"], default="both")
+    h.add_output_argument(ap)
     args = ap.parse_args(argv)
     codes = {"load": LOAD, "fit": FIT}
+    rows = []
     for what in (["load", "fit"] if args.what == "both" else [args.what]):
         with tempfile.TemporaryDirectory() as cache:
             for i in range(1 + args.repeats):
                 rec = run(codes[what], args.src, cache)
                 rec.update(what=what, cache="cold" if i == 0 else "warm")
+                rows.append(rec)
                 print(json.dumps(rec), flush=True)
+    if args.json:
+        h.write_results(args.json, {"rows": rows}, args)
 
 
 if __name__ == "__main__":

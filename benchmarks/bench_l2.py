@@ -27,71 +27,51 @@ the true relative gap), and the test error. ``ratio_dcd_vs_liblinear_1e-4``
 is liblinear's time at tol 1e-4 over the accelerated dcd time at a certified
 1e-4 gap (> 1: accelerated faster).
 
+Question: how fast does the accelerated solver reach the l2 optimum, against the
+dedicated linear-SVM solvers, as L grows? Answered by
+``python benchmarks/bench_l2.py --json l2.json``. One BLAS thread (:mod:`_harness`).
+
 Usage::
 
     .venv/bin/python benchmarks/bench_l2.py --json l2.json
     .venv/bin/python benchmarks/bench_l2.py --sizes 30 100 500 --no-paper
+    .venv/bin/python benchmarks/bench_l2.py --sizes 30 --n-test 100 --no-paper   # quick
 """
 
-import os
+import argparse
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MKL_NUM_THREADS", "1")
-
-import argparse  # noqa: E402
-import gzip  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from sparsesvm.solvers.accelerated import l2dual as _l2dual  # noqa: E402
-from sparsesvm.solvers.accelerated import hinge as accelerated  # noqa: E402
-from sparsesvm.data import features  # noqa: E402
-from sparsesvm.model.certificates import hinge_losses  # noqa: E402
-from sparsesvm.model.operator import MulticlassOperator  # noqa: E402
-
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def _idx(path, offset):
-    with gzip.open(path) as f:
-        return np.frombuffer(f.read(), np.uint8, offset=offset)
+import _harness as h  # one BLAS thread
+import numpy as np
 
 
 def load_problem(data, n_train, n_test, seed=0):
-    """Scattering features of n_train balanced seeded training images and the first n_test test images.
+    """Scattering features of n_train balanced, seeded training images and n_test test images.
 
     Returns
     -------
     Xtr (n_train, 3969), ytr (n_train,), Xte (n_test, 3969), yte (n_test,), seconds spent
     """
-    t0 = time.perf_counter()
-    m = data / "mnist"
-    tr = _idx(m / "train-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28)
-    ytr = _idx(m / "train-labels-idx1-ubyte.gz", 8).astype(np.int64)
-    te = _idx(m / "t10k-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28)
-    yte = _idx(m / "t10k-labels-idx1-ubyte.gz", 8).astype(np.int64)
-    # balanced and nested: the j-th image of every class (seeded order), j = 0, 1, ...
-    rng = np.random.default_rng(seed)
-    per = [rng.permutation(np.flatnonzero(ytr == k)) for k in range(10)]
-    n = min(len(p) for p in per)
-    idx = np.stack([p[:n] for p in per], axis=1).ravel()[:n_train]
-    Ftr = features.scattering(tr[idx], J=2, L=8, progress=False)
-    Fte = features.scattering(te[:n_test], J=2, L=8, progress=False)
-    return (np.ascontiguousarray(Ftr, dtype=float), ytr[idx],
-            np.ascontiguousarray(Fte, dtype=float), yte[:n_test], time.perf_counter() - t0)
+    def load():
+        tr, ytr, te, yte = h.mnist_images(data)
+        # balanced and nested: the j-th image of every class (seeded order), j = 0, 1, ...
+        rng = np.random.default_rng(seed)
+        per = [rng.permutation(np.flatnonzero(ytr == k)) for k in range(10)]
+        n = min(len(p) for p in per)
+        idx = np.stack([p[:n] for p in per], axis=1).ravel()[:n_train]
+        return h.scattering(tr[idx]), ytr[idx], h.scattering(te[:n_test]), yte[:n_test]
+
+    problem, seconds = h.timed(load)
+    return (*problem, seconds)
 
 
 def paper_objective(op, W, b, lam):
     """The paper's hinge-reg objective ||W||^2 / 2 + lam * sum of hinges (free bias)."""
     X = np.vstack([W, b[None, :]])
-    return 0.5 * float((W ** 2).sum()) + lam * float(hinge_losses(op.T(X), op.R).sum())
+    return 0.5 * float((W ** 2).sum()) + lam * float(h.hinge_losses(op.T(X), op.R).sum())
 
 
 def test_error(Xte, yte, W, b):
@@ -115,15 +95,14 @@ def run_ocas(Phi, y, lam, tmp, tol):
     K = int(y.max()) + 1
     train = Path(tmp) / "train.light"
     with open(train, "w") as fh:
-        for l in range(L):
-            nz = np.flatnonzero(Phi[l])
-            fh.write(f"{y[l] + 1} " + " ".join(f"{j + 1}:{Phi[l, j]:.17g}" for j in nz)
+        for i in range(L):
+            nz = np.flatnonzero(Phi[i])
+            fh.write(f"{y[i] + 1} " + " ".join(f"{j + 1}:{Phi[i, j]:.17g}" for j in nz)
                      + f" {M + 1}:1\n")
     model = Path(tmp) / "model.txt"
-    t0 = time.perf_counter()
-    proc = subprocess.run([exe, "-c", repr(float(lam)), "-r", repr(float(tol)), "-v", "1",
-                           str(train), str(model)], capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    proc, wall = h.timed(subprocess.run, [exe, "-c", repr(float(lam)), "-r", repr(float(tol)),
+                                          "-v", "1", str(train), str(model)],
+                         capture_output=True, text=True)
     if proc.returncode != 0 or not model.exists():
         return dict(error=(proc.stderr or proc.stdout)[-300:])
     t = np.nan
@@ -137,55 +116,74 @@ def run_ocas(Phi, y, lam, tmp, tol):
 
 
 def bench_one(L, Xtr, ytr, Xte, yte, alpha, args):
+    """Every solver at training size ``L``: one dict (its ``solvers``: one entry per run)."""
     Phi, y = Xtr[:L], ytr[:L]
     K = 10
     lam = 1.0 / alpha
-    op = MulticlassOperator(Phi, y, K)
+    op = h.MulticlassOperator(Phi, y, K)
+    test = (Xte, yte)
+    rows = accelerated_rows(Phi, y, K, lam, test, args)
+    best_dual = rows.pop("best_dual")
+    if args.paper:
+        clf, t = h.timed(h.SparseSVC(method="hinge-reg", penalty="l2", alpha=alpha, tol=1e-3).fit,
+                         Phi, y)
+        rows["paper_alg1_tol1e-3"] = scored(op, lam, test, clf.coef_.T, clf.intercept_,
+                                            time=t, n_iter=int(clf.n_iter_))
+    rows.update(peer_rows(Phi, y, op, lam, test))
+    for r in rows.values():
+        if "objective" in r:
+            r["rel_subopt_bound"] = (r["objective"] - best_dual) / best_dual
+    out = dict(L=L, alpha=alpha, M=Phi.shape[1], K=K, best_dual=best_dual, solvers=rows,
+               dcd_compiled=h.l2dual.compiled())
+    if "time" in rows["accelerated_dcd"]:
+        t_liblinear = rows["liblinear_tol0.0001"]["time"]
+        out["ratio_dcd_vs_liblinear_1e-4"] = t_liblinear / rows["accelerated_dcd"]["time"]
+        out["ratio_auto_vs_liblinear_1e-4"] = t_liblinear / rows["accelerated_auto"]["time"]
+    return out
+
+
+def scored(op, lam, test, W, b, **row):
+    """``row`` with the paper's objective and the test error of the point (W (M, K), b (K,))."""
+    return dict(row, objective=paper_objective(op, W, b, lam), test_error=test_error(*test, W, b))
+
+
+def accelerated_rows(Phi, y, K, lam, test, args):
+    """The accelerated solver (engine by ``inner="auto"``, then dcd) to a certified 1e-4 gap.
+
+    Returns its rows, and under ``"best_dual"`` the best certified lower bound D* of the
+    runs (with ``--ref-tol``, also of a tighter dcd run).
+    """
     rows = {}
     best_dual = -np.inf
-
-    def acc_run(inner):
-        nonlocal best_dual
-        t0 = time.perf_counter()
-        r = accelerated.hinge_reg(Phi, y, K, "l2", lam=lam, tol=1e-4, inner=inner,
-                                  max_time=args.cap)
-        t = time.perf_counter() - t0
+    for name, inner in (("accelerated_auto", "auto"), ("accelerated_dcd", "dcd")):
+        if name == "accelerated_dcd" and rows["accelerated_auto"]["engine"] == "dcd":
+            rows[name] = dict(rows["accelerated_auto"], same_as="accelerated_auto")  # not repeated
+            continue
+        r, t = h.timed(h.accelerated.hinge_reg, Phi, y, K, "l2", lam=lam, tol=1e-4, inner=inner,
+                       max_time=args.cap)
         best_dual = max(best_dual, r.dual_objective)
-        return dict(time=t, objective=r.objective, certified_rel_gap=r.rel_gap,
-                    converged=r.converged, engine=r.settings["inner"], n_iter=r.n_iter,
-                    test_error=test_error(Xte, yte, r.X[:-1], r.X[-1]))
-
-    rows["accelerated_auto"] = acc_run("auto")
-    if rows["accelerated_auto"]["engine"] == "dcd":  # the same run: not repeated
-        rows["accelerated_dcd"] = dict(rows["accelerated_auto"], same_as="accelerated_auto")
-    else:
-        rows["accelerated_dcd"] = acc_run("dcd")
+        rows[name] = dict(time=t, objective=r.objective, certified_rel_gap=r.rel_gap,
+                          converged=r.converged, engine=r.settings["inner"], n_iter=r.n_iter,
+                          test_error=test_error(*test, r.X[:-1], r.X[-1]))
     if args.ref_tol is not None:  # a tighter certified lower bound for the others' suboptimality
-        ref = accelerated.hinge_reg(Phi, y, K, "l2", lam=lam, tol=args.ref_tol, inner="dcd",
-                                    max_time=args.cap)
+        ref = h.accelerated.hinge_reg(Phi, y, K, "l2", lam=lam, tol=args.ref_tol, inner="dcd",
+                                      max_time=args.cap)
         best_dual = max(best_dual, ref.dual_objective)
-    if args.paper:
-        from sparsesvm.estimators import SparseSVC
+    rows["best_dual"] = best_dual
+    return rows
 
-        t0 = time.perf_counter()
-        clf = SparseSVC(method="hinge-reg", penalty="l2", alpha=alpha, tol=1e-3).fit(Phi, y)
-        t = time.perf_counter() - t0
-        W, b = clf.coef_.T, clf.intercept_
-        rows["paper_alg1_tol1e-3"] = dict(time=t, objective=paper_objective(op, W, b, lam),
-                                          n_iter=int(clf.n_iter_),
-                                          test_error=test_error(Xte, yte, W, b))
+
+def peer_rows(Phi, y, op, lam, test):
+    """liblinear's Crammer-Singer and OCAS at tolerances 1e-3 and 1e-4, on the paper's model."""
     from sklearn.svm import LinearSVC
 
+    rows = {}
     for tol in (1e-3, 1e-4):
         svc = LinearSVC(multi_class="crammer_singer", C=lam, tol=tol, max_iter=100000,
                         random_state=0)
-        t0 = time.perf_counter()
-        svc.fit(Phi, y)
-        t = time.perf_counter() - t0
-        W, b = svc.coef_.T, svc.intercept_
-        rows[f"liblinear_tol{tol:g}"] = dict(time=t, objective=paper_objective(op, W, b, lam),
-                                             n_iter=int(svc.n_iter_),
-                                             test_error=test_error(Xte, yte, W, b))
+        _, t = h.timed(svc.fit, Phi, y)
+        rows[f"liblinear_tol{tol:g}"] = scored(op, lam, test, svc.coef_.T, svc.intercept_,
+                                               time=t, n_iter=int(svc.n_iter_))
     for tol in (1e-3, 1e-4):
         with tempfile.TemporaryDirectory() as tmp:
             oc = run_ocas(Phi, y, lam, tmp, tol)
@@ -193,25 +191,15 @@ def bench_one(L, Xtr, ytr, Xte, yte, alpha, args):
         if oc is None:
             rows[key] = dict(skipped="msvmocas not on PATH")
         elif "W" in oc:
-            rows[key] = dict(time=oc["time"], wall=oc["wall"],
-                             objective=paper_objective(op, oc["W"], oc["b"], lam),
-                             test_error=test_error(Xte, yte, oc["W"], oc["b"]))
+            rows[key] = scored(op, lam, test, oc["W"], oc["b"], time=oc["time"], wall=oc["wall"])
         else:
             rows[key] = oc
-    for r in rows.values():
-        if "objective" in r:
-            r["rel_subopt_bound"] = (r["objective"] - best_dual) / best_dual
-    out = dict(L=L, alpha=alpha, M=Phi.shape[1], K=K, best_dual=best_dual, solvers=rows,
-               dcd_compiled=_l2dual.compiled())
-    if "time" in rows["accelerated_dcd"]:
-        out["ratio_dcd_vs_liblinear_1e-4"] = rows["liblinear_tol0.0001"]["time"] / rows["accelerated_dcd"]["time"]
-        out["ratio_auto_vs_liblinear_1e-4"] = rows["liblinear_tol0.0001"]["time"] / rows["accelerated_auto"]["time"]
-    return out
+    return rows
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get("SPARSESVM_MIRROR", DEFAULT_DATA)))
+    h.add_data_argument(ap)
     ap.add_argument("--sizes", type=int, nargs="+", default=[30, 100, 500, 1000, 2000, 5000])
     ap.add_argument("--alpha", type=float, default=1.0)
     ap.add_argument("--n-test", type=int, default=2000)
@@ -220,13 +208,13 @@ def main(argv=None):
     ap.add_argument("--ref-tol", type=float, default=None,
                     help="also solve to this certified gap for a tighter lower bound D* "
                          "(default: D* from the 1e-4 runs)")
-    ap.add_argument("--json", type=Path, default=None)
+    h.add_output_argument(ap)
     args = ap.parse_args(argv)
     Xtr, ytr, Xte, yte, tf = load_problem(args.data, max(args.sizes), args.n_test)
     print(f"features: {Xtr.shape} train, {Xte.shape} test, {tf:.1f} s", flush=True)
     # compile (or load) the numba sweep outside the timings
-    _l2dual.solve(MulticlassOperator(Xtr[:20], ytr[:20], 10), "reg", 1.0, 1e-2, 5, None,
-                  lambda *a: None, use_numba=True)
+    h.l2dual.solve(h.MulticlassOperator(Xtr[:20], ytr[:20], 10), "reg", 1.0, 1e-2, 5, None,
+                   lambda *a: None, use_numba=True)
     results = []
     for L in args.sizes:
         row = bench_one(L, Xtr, ytr, Xte, yte, args.alpha, args)
@@ -235,12 +223,11 @@ def main(argv=None):
         print(f"L={L}: " + "; ".join(
             f"{k} {v['time']:.2f}s gap<={v['rel_subopt_bound']:.1e} err {v['test_error']:.3f}"
             for k, v in s.items() if "time" in v and "objective" in v)
-            + f"; ratio liblinear(1e-4)/dcd {row.get('ratio_dcd_vs_liblinear_1e-4', float('nan')):.2f}",
+            + "; ratio liblinear(1e-4)/dcd "
+            + f"{row.get('ratio_dcd_vs_liblinear_1e-4', float('nan')):.2f}",
             flush=True)
-        if args.json:  # written after every size (atomically), so a long run keeps its rows
-            tmp = args.json.with_suffix(".tmp")
-            tmp.write_text(json.dumps(dict(results=results, features_seconds=tf), indent=1))
-            tmp.replace(args.json)
+        if args.json:  # written after every size, so a long run keeps its rows
+            h.write_results(args.json, dict(results=results, features_seconds=tf), args)
 
 
 if __name__ == "__main__":

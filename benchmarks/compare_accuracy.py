@@ -29,7 +29,10 @@ Data (offline mirror, ``--data`` or ``$SPARSESVM_MIRROR``):
   l1inf with the 81 channels of one position; the whole 10000-image test split
   (scattering of the 10000 test images: about half a minute).
 
-Single BLAS thread (set before numpy is imported).
+Question: at each solver's best alpha, do the paper's early-stopped iterates and the
+exact optima give the same test errors? Answered by
+``python benchmarks/compare_accuracy.py --features raw std`` (leukemia) and
+``--datasets mnist --subsets 0 1`` (MNIST). One BLAS thread (:mod:`_harness`).
 
 Usage::
 
@@ -38,29 +41,17 @@ Usage::
     .venv/bin/python benchmarks/compare_accuracy.py --datasets mnist --json mnist.json
     .venv/bin/python benchmarks/compare_accuracy.py --penalties l1inf --methods hinge-reg \
         --alphas 1e4 --paper-max-iter 100000                                # one config-cap fit
+    .venv/bin/python benchmarks/compare_accuracy.py --penalties l1 --methods hinge-reg \
+        --alphas 1e3 --paper-max-iter 200                                   # quick
 """
 
-import os
+import argparse
+import json
+import time
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MKL_NUM_THREADS", "1")
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from sparsesvm import SparseSVC  # noqa: E402
-from sparsesvm.data import datasets  # noqa: E402
-from sparsesvm.data import features  # noqa: E402
-from sparsesvm.data import subsets  # noqa: E402
-from sparsesvm.experiments.aggregate import best_alpha  # noqa: E402
-
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+import _harness as h  # one BLAS thread
+import numpy as np
+import pandas as pd
 
 #: subsets of the config's grids (E1: leukemia, E2: MNIST), where the solutions move
 #: (leukemia is separable: below these alphas the hinge-reg optimum no longer changes;
@@ -76,40 +67,22 @@ ALPHAS = {
 GROUPS = {"leukemia": 5, "mnist": 81}
 
 
-def load_leukemia(data, standardize):
-    """E1 features: (X_train (38, 7129), y_train, X_test (34, 7129), y_test)."""
-    d = data / "leukemia"
-    ds = datasets.load_leukemia(d / "data_set_ALL_AML_train.tsv",
-                                d / "data_set_ALL_AML_independent.tsv",
-                                d / "table_ALL_AML_samples.tsv")
-    Xtr, Xte, _ = features.identity(ds.X_train, ds.X_test, standardize=standardize)
-    return Xtr, ds.y_train, Xte, ds.y_test
-
-
 def load_mnist(data, per_class=3, subset_ids=(0,), seed=2014):
     """E2's L = per_class * K subsets ``subset_ids`` and the whole test split, scattering features.
 
     Returns a list of ``(subset, (Xtr, ytr, Xte, yte))``; the test features are computed once.
     """
-    d = data / "mnist"
-    ds = datasets.load_mnist(d / "train-images-idx3-ubyte.gz", d / "train-labels-idx1-ubyte.gz",
-                             d / "t10k-images-idx3-ubyte.gz", d / "t10k-labels-idx1-ubyte.gz")
-    all_idx = subsets.balanced_subsets(ds.y_train, per_class, max(subset_ids) + 1, seed=seed)
-    Xte = np.asarray(features.scattering(ds.X_test, J=2, L=8, progress=False), float)
-    out = []
-    for s in subset_ids:
-        idx = all_idx[s]
-        Xtr = np.asarray(features.scattering(ds.X_train[idx], J=2, L=8, progress=False), float)
-        out.append((s, (Xtr, ds.y_train[idx], Xte, ds.y_test)))
-    return out
+    X_train, y_train, X_test, y_test = h.mnist_images(data)
+    all_idx = h.balanced_subsets(y_train, per_class, max(subset_ids) + 1, seed=seed)
+    Xte = h.scattering(X_test)
+    return [(s, (h.scattering(X_train[all_idx[s]]), y_train[all_idx[s]], Xte, y_test))
+            for s in subset_ids]
 
 
 def fit_one(Xtr, ytr, Xte, yte, method, penalty, groups, alpha, solver, tol, max_iter):
     kw = dict(tol=tol, max_iter=max_iter) if solver == "paper" else dict(tol=tol)
-    t0 = time.perf_counter()
-    clf = SparseSVC(method=method, penalty=penalty, groups=groups, alpha=alpha, solver=solver,
-                    **kw).fit(Xtr, ytr)
-    wall = time.perf_counter() - t0
+    clf, wall = h.timed(h.SparseSVC(method=method, penalty=penalty, groups=groups, alpha=alpha,
+                                    solver=solver, **kw).fit, Xtr, ytr)
     nnz_pc = np.count_nonzero(clf.coef_, axis=1)
     return dict(method=method, penalty=penalty, groups=groups, alpha=alpha, solver=solver,
                 test_errors=int((clf.predict(Xte) != yte).sum()), n_test=int(len(yte)),
@@ -138,11 +111,12 @@ def report(df):
             a = pa[pa.solver == "accelerated"].iloc[0]
             n = p.n_test
             rel_obj = p.objective / a.objective - 1 if a.objective > 0 else float("nan")
-            out.append(f"| {alpha:g} | {p.test_errors}/{n} | {a.test_errors}/{n} | {p.nnz_per_class} "
-                       f"| {a.nnz_per_class} | {fmt_gap(p.rel_gap)} | {fmt_gap(a.rel_gap)} | "
+            out.append(f"| {alpha:g} | {p.test_errors}/{n} | {a.test_errors}/{n} "
+                       f"| {p.nnz_per_class} | {a.nnz_per_class} | {fmt_gap(p.rel_gap)} "
+                       f"| {fmt_gap(a.rel_gap)} | "
                        f"{rel_obj:+.2e} | {p.n_iter} ({'yes' if p.converged else 'no'}) | "
                        f"{p.fit_time:.1f} / {a.fit_time:.2f} |")
-    best = best_alpha(df, by=key + ["solver"])
+    best = h.best_alpha(df, by=key + ["solver"])
     fits = df.set_index(key + ["solver", "alpha"])
     out.append("\n### Best alpha by test error (the paper's trial-and-error choice; ties to the "
                "sparser model)\n")
@@ -164,10 +138,10 @@ def report(df):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path,
-                    default=Path(os.environ.get("SPARSESVM_MIRROR", DEFAULT_DATA)))
+    h.add_data_argument(ap)
     ap.add_argument("--datasets", nargs="+", choices=["leukemia", "mnist"], default=["leukemia"])
-    ap.add_argument("--mnist", action="store_true", help="add the MNIST case (= --datasets ... mnist)")
+    ap.add_argument("--mnist", action="store_true",
+                    help="add the MNIST case (= --datasets ... mnist)")
     ap.add_argument("--features", nargs="+", choices=["raw", "std"], default=["raw"],
                     help="leukemia features: raw values (config e1) and/or standardised")
     ap.add_argument("--penalties", nargs="+", choices=["l1", "l1inf"], default=["l1", "l1inf"])
@@ -182,7 +156,7 @@ def main(argv=None):
                     help="override the alpha grids (the same alphas for every selected grid)")
     ap.add_argument("--subsets", nargs="+", type=int, default=[0],
                     help="MNIST: which of E2's L = 3K subsets (seed 2014) to fit")
-    ap.add_argument("--json", type=Path, default=None, help="write every fit's numbers here")
+    h.add_output_argument(ap)
     args = ap.parse_args(argv)
     if args.paper_max_iter < 1:
         ap.error("--paper-max-iter must be >= 1")
@@ -191,20 +165,33 @@ def main(argv=None):
     if min(args.subsets) < 0:
         ap.error("--subsets must be >= 0")
     names = list(dict.fromkeys(args.datasets + (["mnist"] if args.mnist else [])))
+    rows, t_fits = h.timed(fit_all, load_problems(names, args), args)
+    print(f"\ntotal fit wall time {t_fits:.0f}s; paper: tol {args.tol:g} "
+          f"(relative change), max_iter {args.paper_max_iter}; "
+          f"accelerated: certified gap {args.tol:g}")
+    print(report(pd.DataFrame(rows)))
+    if args.json:
+        h.write_results(args.json, {"rows": rows}, args)
 
+
+def load_problems(names, args):
+    """(dataset, feature label, (Xtr, ytr, Xte, yte)) of the selected datasets."""
     problems = []
     for name in names:
         if name == "leukemia":
             for feat in args.features:
-                problems.append((name, feat, load_leukemia(args.data, feat == "std")))
+                problems.append((name, feat, h.leukemia(args.data, feat == "std")))
         else:
             t0 = time.perf_counter()
             for sub, prob in load_mnist(args.data, subset_ids=args.subsets):
                 problems.append((name, f"scattering, subset {sub}", prob))
             print(f"mnist features: {time.perf_counter() - t0:.1f}s", flush=True)
+    return problems
 
+
+def fit_all(problems, args):
+    """Every (problem, penalty, method, alpha) fitted by both solvers; the rows, printed as JSON."""
     rows = []
-    t_start = time.perf_counter()
     for name, feat, (Xtr, ytr, Xte, yte) in problems:
         for pen in args.penalties:
             groups = None if pen == "l1" else GROUPS[name]
@@ -219,12 +206,7 @@ def main(argv=None):
                                  tol=args.tol)
                         rows.append(r)
                         print(json.dumps(r), flush=True)
-    df = pd.DataFrame(rows)
-    print(f"\ntotal fit wall time {time.perf_counter() - t_start:.0f}s; paper: tol {args.tol:g} "
-          f"(relative change), max_iter {args.paper_max_iter}; accelerated: certified gap {args.tol:g}")
-    print(report(df))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+    return rows
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """CPU-hours of a config's training jobs, from a stratified sample run as the workflow runs them.
 
+Question: how many CPU-hours does a config's reproduction cost, and how does a code change
+move it on the same jobs? Answered by the command under Usage below.
+
 Issue 11, item 1. Steps:
 
 1. **The job list from Snakemake itself.** The workflow is loaded through
@@ -56,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -64,9 +66,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import _harness as h  # one BLAS thread
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = h.ROOT
 
 # The child: Snakemake's script-preamble imports, then the job's own script with the job's
 # `snakemake` object (the attributes train.py reads), as `snakemake ... script:` runs it.
@@ -89,6 +92,7 @@ snakemake.wildcards = _NS(list(job["wildcards"].values()), job["wildcards"])
 snakemake.threads = job["threads"]
 script = job["script"]
 sys.argv = [script]
+sys.path.insert(0, script.rsplit("/", 1)[0])  # as Snakemake does: the script's helpers (_job.py)
 code = compile(open(script).read(), script, "exec")
 exec(code, {"__name__": "__main__", "__file__": script, "snakemake": snakemake})
 """
@@ -97,8 +101,12 @@ exec(code, {"__name__": "__main__", "__file__": script, "snakemake": snakemake})
 def list_jobs(configfile, config, snakefile):
     """Every ``train`` job of the config's DAG, from Snakemake's API (forceall)."""
     from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings,
-                                          ResourceSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        OutputSettings,
+        ResourceSettings,
+    )
 
     with SnakemakeApi(OutputSettings(quiet=None)) as api:
         wf = api.workflow(resource_settings=ResourceSettings(cores=1),
@@ -164,23 +172,15 @@ def run_one(job, src, scratch):
     job["output"] = [str(out)]
     job["log"] = [str(Path(scratch) / f"{name}.log")]
     job["script"] = str(Path(src) / "workflow" / "scripts" / "train.py")
-    env = dict(os.environ, PYTHONPATH=str(Path(src) / "src"), OPENBLAS_NUM_THREADS="1",
-               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(job)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    stdout, stderr = proc.stdout.read(), proc.stderr.read()
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc = h.run_fresh(CHILD, json.dumps(job), env=h.child_env(Path(src) / "src"), check=False)
     if proc.returncode != 0 or not out.exists():
         log = Path(job["log"][0])
-        raise RuntimeError(f"job {name} failed (exit {proc.returncode}):\n{stderr.decode()[-2000:]}"
+        raise RuntimeError(f"job {name} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
                            f"\n{log.read_text()[-2000:] if log.exists() else ''}")
     rec = json.loads(out.read_text())
     keep = ("fit_time_s", "fit_wall_time_s", "n_iter", "converged", "test_errors", "nnz",
             "objective", "constraint_violation")
-    return {"cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall,
+    return {"cpu_s": proc.cpu_s, "wall_s": proc.wall_s,
             **{k: rec.get(k) for k in keep}}
 
 
@@ -209,14 +209,14 @@ def extrapolate(groups, results, n_boot=2000, seed=0):
         return {"cpu_hours": float(contrib[mask].sum()),
                 "ci90": [float(np.percentile(tot, 5)), float(np.percentile(tot, 95))],
                 "jobs": int(N[mask].sum()),
-                "sampled": int(sum(len(by_key[k]) for k, m in zip(strata, mask) if m))}
+                "sampled": int(sum(len(by_key[k]) for k, m in zip(strata, mask, strict=True) if m))}
 
     out = {"total": summary(np.ones(len(strata), bool)), "by_experiment": {}, "by_method": {}}
     for label, idx in (("by_experiment", 1), ("by_method", 3)):
         for v in sorted({k[idx] for k in strata}):
             out[label][v] = summary(np.array([k[idx] == v for k in strata]))
     out["strata"] = [{"stratum": list(k), "jobs": int(n), "sampled": len(by_key[k]),
-                      "mean_cpu_s": float(m)} for k, n, m in zip(strata, N, means)]
+                      "mean_cpu_s": float(m)} for k, n, m in zip(strata, N, means, strict=True)]
     out["strata_sampled_once"] = int(sum(len(by_key[k]) == 1 for k in strata))
     out["strata_missing"] = [list(k) for k in sorted(groups) if k not in by_key]
     out["jobs_missing"] = int(sum(len(groups[k]) for k in groups if k not in by_key))
@@ -227,7 +227,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--configfile", default=str(ROOT / "config" / "config.yaml"))
     ap.add_argument("--results", required=True, help="results directory of the inputs")
-    ap.add_argument("--mirror", default=str(ROOT.parent / "shared" / "data"))
+    h.add_data_argument(ap, "--mirror")
     ap.add_argument("--per-stratum", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs-json", help="job list: read if it exists, else written")
@@ -244,7 +244,8 @@ def main(argv=None):
                          "--summarize), and <out>.summary.json")
     args = ap.parse_args(argv)
 
-    config = {"results": str(Path(args.results).resolve()), "mirror": str(Path(args.mirror).resolve())}
+    config = {"results": str(Path(args.results).resolve()),
+              "mirror": str(Path(args.mirror).resolve())}
     if args.jobs_json and Path(args.jobs_json).exists():
         jobs = json.loads(Path(args.jobs_json).read_text())
     else:
@@ -303,7 +304,8 @@ def run_sample(sample, trees, out, workers):
                     fh.write(json.dumps(r) + "\n")
                 print(f"[{i + 1}/{len(sample)} {name}] {' '.join(r['stratum'])} "
                       f"alpha={job['wildcards']['alpha']} subset={job['wildcards']['subset']}: "
-                      f"cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s, fit {r['fit_time_s']:.3f} s, "
+                      f"cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s, "
+                      f"fit {r['fit_time_s']:.3f} s, "
                       f"{r['n_iter']} it", file=sys.stderr, flush=True)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -332,19 +334,22 @@ def summarize(groups, out, trees, args, n_jobs, n_sampled):
               file=sys.stderr)
         for label in ("by_experiment", "by_method"):
             for k, v in est[label].items():
-                print(f"  {k:28s} {v['cpu_hours']:7.2f} h  [{v['ci90'][0]:.2f}, {v['ci90'][1]:.2f}]  "
+                print(f"  {k:28s} {v['cpu_hours']:7.2f} h  "
+                      f"[{v['ci90'][0]:.2f}, {v['ci90'][1]:.2f}]  "
                       f"{v['jobs']} jobs, {v['sampled']} measured", file=sys.stderr)
     if len(trees) > 1:
         names = list(trees)
         a, b = names[0], names[-1]
         diffs = []
-        for k, v in paired.items():
+        for v in paired.values():
             ra, rb = v[a], v[b]
             obj = abs(ra["objective"] - rb["objective"]) / max(abs(ra["objective"]), 1e-300)
-            diffs.append({"wildcards": ra["wildcards"], "test_errors": [ra["test_errors"], rb["test_errors"]],
+            diffs.append({"wildcards": ra["wildcards"],
+                          "test_errors": [ra["test_errors"], rb["test_errors"]],
                           "nnz": [ra["nnz"], rb["nnz"]], "n_iter": [ra["n_iter"], rb["n_iter"]],
                           "objective_rel_diff": obj, "cpu_s": [ra["cpu_s"], rb["cpu_s"]]})
-        same = [d for d in diffs if d["test_errors"][0] == d["test_errors"][1] and d["nnz"][0] == d["nnz"][1]]
+        same = [d for d in diffs
+                if d["test_errors"][0] == d["test_errors"][1] and d["nnz"][0] == d["nnz"][1]]
         # the paired CPU ratio over the jobs measured with both trees (bootstrap over jobs)
         ca = np.array([d["cpu_s"][0] for d in diffs])
         cb = np.array([d["cpu_s"][1] for d in diffs])
@@ -359,7 +364,8 @@ def summarize(groups, out, trees, args, n_jobs, n_sampled):
                 "mean_saving_s": float((ca - cb).mean()), "jobs": int(ca.size)}
             pr = report["paired_cpu_ratio"]
             print(f"CPU {b}/{a} on the same {ca.size} jobs: {pr['ratio']:.3f} (90% interval "
-                  f"{pr['ci90'][0]:.3f}-{pr['ci90'][1]:.3f}); mean saving {pr['mean_saving_s']:.2f} s "
+                  f"{pr['ci90'][0]:.3f}-{pr['ci90'][1]:.3f}); "
+                  f"mean saving {pr['mean_saving_s']:.2f} s "
                   f"per job", file=sys.stderr)
         report["comparison"] = {
             "trees": [a, b], "jobs": len(diffs), "same_test_errors_and_nnz": len(same),
@@ -369,10 +375,7 @@ def summarize(groups, out, trees, args, n_jobs, n_sampled):
         print(f"{a} vs {b}: {c['same_test_errors_and_nnz']}/{c['jobs']} jobs with the same test "
               f"errors and non-zeros; largest relative objective difference "
               f"{c['max_objective_rel_diff']}", file=sys.stderr)
-    summary = out.with_name(out.name + ".summary.json")
-    tmp = summary.with_name(summary.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=1))
-    os.replace(tmp, summary)
+    h.write_results(out.with_name(out.name + ".summary.json"), report, args)
 
 
 if __name__ == "__main__":

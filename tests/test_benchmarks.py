@@ -1,0 +1,162 @@
+"""The benchmarks' shared harness (benchmarks/_harness.py) and the scripts' command lines.
+
+The benchmarks are not run here (minutes each); what is checked is what every script
+relies on: the harness's problems, timing, fresh processes and output, and that every
+script imports and parses its options.
+"""
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+SCRIPTS = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.fixture(scope="module")
+def harness():
+    """``_harness`` imported from benchmarks/, the BLAS limits of this process restored after."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=None):
+        sys.path.insert(0, str(BENCHMARKS))
+        try:
+            yield importlib.import_module("_harness")
+        finally:
+            sys.path.remove(str(BENCHMARKS))
+
+
+def test_every_script_imports_and_parses_its_options():
+    code = ("import importlib, sys\n"
+            f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
+            "for name in sys.argv[1:]:\n"
+            "    try:\n"
+            "        importlib.import_module(name).main(['--help'])\n"
+            "    except SystemExit as e:\n"
+            "        assert e.code == 0, (name, e.code)\n"
+            "    else:\n"
+            "        raise AssertionError(name + ': --help did not exit')\n")
+    proc = subprocess.run([sys.executable, "-c", code, *SCRIPTS], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("usage:") == len(SCRIPTS) >= 10
+
+
+def test_every_package_name_of_the_harness_resolves(harness):
+    for name in harness.PACKAGE:
+        assert getattr(harness, name) is not None, name
+    with pytest.raises(AttributeError, match="no_such_name"):
+        harness.no_such_name  # noqa: B018
+
+
+def test_blas_is_limited_and_checked(harness):
+    pools = harness.limit_blas(1)
+    assert all(p["num_threads"] == 1 for p in pools if p["user_api"] == "blas")
+    if any(p["user_api"] == "blas" for p in pools):
+        with pytest.raises(RuntimeError, match="expected 3"):
+            harness.check_blas(3)
+
+
+def test_alpha_parameter_maps_alpha_as_the_spec_says(harness):
+    assert harness.alpha_parameter("hinge-reg", 0.25, 40) == {"lam": 4.0}
+    assert harness.alpha_parameter("square", 0.25, 40) == {"lam": 4.0}
+    assert harness.alpha_parameter("hinge-con", 0.25, 40) == {"eta": 10.0}
+    assert harness.alpha_parameter("hinge-lin", 0.25, 40) == {"eta": 10.0}
+
+
+def test_paper_fit_is_the_solver_at_the_mapped_parameter(harness):
+    Phi, y, K = harness.scattering_like(np.random.default_rng(0), L=20, K=4, channels=3,
+                                        positions=5)
+    op = harness.MulticlassOperator(Phi, y, K)
+    pen = harness.make_penalty("l1inf", 3, Phi.shape[1], K)
+    ours = harness.paper_fit("hinge-con", op, pen, 0.3, max_iter=30)
+    direct = harness.solvers.hinge_con(op, pen, 0.3 * 20, max_iter=30)
+    assert ours.objective == direct.objective and np.array_equal(ours.X, direct.X)
+
+
+def test_synthetic_problems_have_the_asked_shapes(harness):
+    rng = np.random.default_rng(1)
+    Phi, y, K = harness.scattering_like(rng, L=20, K=5)
+    assert Phi.shape == (20, 3969) and K == 5 and set(y) == set(range(5))
+    np.testing.assert_allclose(np.linalg.norm(Phi, axis=1), 1.0)
+    Phi, y, K = harness.tfidf_like(rng, L=40, M=600, K=4)
+    assert sp.isspmatrix_csr(Phi) and Phi.shape == (40, 600) and Phi.min() >= 0
+    np.testing.assert_allclose(sp.linalg.norm(Phi, axis=1), 1.0)
+    Phi, y, K = harness.expression_like(rng, L=38, M=50)
+    assert Phi.shape == (38, 50) and np.bincount(y).tolist() == [19, 8, 11]
+    Phi, y = harness.sparse_text_like(3, 4, M=200)
+    assert Phi.shape == (12, 200) and np.bincount(y).tolist() == [4, 4, 4]
+    Phi, y = harness.gamma_scattering_like(L=20, K=10)
+    assert Phi.shape == (20, 3969) and Phi.min() >= 0
+
+
+def test_repeat_timing_and_timed(harness):
+    calls = []
+    t = harness.repeat_timing(lambda: calls.append(1), repeats=7)
+    assert len(calls) == len(t.times) == 7 and t.min <= t.median
+    out, seconds = harness.timed(sum, [1, 2, 3])
+    assert out == 6 and seconds >= 0
+
+
+def test_run_fresh_measures_the_child_alone(harness, tmp_path):
+    busy = ("import sys, json\nx = sum(i * i for i in range(3_000_000))\n"
+            "print(json.dumps(sys.argv[1:]))")
+    child = harness.run_fresh(busy, "a", "b", cwd=tmp_path)
+    assert child.last_json() == ["a", "b"] and child.returncode == 0
+    assert 0 < child.cpu_s and child.started < child.ended
+    with pytest.raises(RuntimeError, match="status 3"):
+        harness.run_fresh("import sys; sys.stderr.write('boom'); sys.exit(3)")
+    assert harness.run_fresh("raise SystemExit(2)", check=False).returncode == 2
+    env = harness.child_env("/some/src", EXTRA="1")
+    assert env["PYTHONPATH"].split(":")[0] == "/some/src" and env["EXTRA"] == "1"
+    assert env["OPENBLAS_NUM_THREADS"] == "1"
+
+
+def test_write_results_json_carries_the_environment(harness, tmp_path):
+    import argparse
+
+    path = tmp_path / "out.json"
+    harness.write_results(path, {"rows": [{"a": 1}]}, argparse.Namespace(data=tmp_path, n=2))
+    record = json.loads(path.read_text())
+    assert record["rows"] == [{"a": 1}] and record["args"] == {"data": str(tmp_path), "n": 2}
+    env = record["environment"]
+    assert env["versions"]["numpy"] == np.__version__ and env["machine"]["cores"] >= 1
+    assert len(env["commit"]) in (0, 40) and isinstance(env["blas"], list)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_write_results_csv_one_file_per_table(harness, tmp_path):
+    harness.write_results(tmp_path / "one.csv", {"rows": [{"a": 1, "b": [1, 2]}, {"a": 2}]})
+    assert (tmp_path / "one.csv").read_text().splitlines() == ["a,b", '1,"[1, 2]"', "2,"]
+    harness.write_results(tmp_path / "two.csv", {"x": [{"a": 1}], "y": [{"b": 2}], "n": 3})
+    assert (tmp_path / "two.x.csv").read_text().splitlines() == ["a", "1"]
+    assert (tmp_path / "two.y.csv").read_text().splitlines() == ["b", "2"]
+
+
+@pytest.mark.mirror
+def test_leukemia_from_the_mirror(harness, mirror_dir):
+    X_train, y_train, X_test, y_test = harness.leukemia(mirror_dir)
+    assert X_train.shape == (38, 7129) and X_test.shape == (34, 7129)
+    assert np.bincount(y_train).tolist() == [19, 8, 11]
+    Z, _, _, _ = harness.leukemia(mirror_dir, standardize=True)
+    sd = X_train.std(axis=0)
+    sd[sd == 0] = 1.0
+    np.testing.assert_array_equal(Z, (X_train - X_train.mean(axis=0)) / sd)
+
+
+def test_stored_features_as_float64(harness, tmp_path):
+    rng = np.random.default_rng(2)
+    dense = rng.random((6, 4)).astype(np.float32)
+    harness.save_features(tmp_path / "dense", dense, np.arange(6) % 3, dense[:2], np.arange(2))
+    X, y = harness.stored_features(tmp_path / "dense", "train")
+    assert X.dtype == np.float64 and X.flags["C_CONTIGUOUS"] and np.array_equal(X, dense)
+    assert y.tolist() == [0, 1, 2, 0, 1, 2]
+    csr = sp.random(5, 7, density=0.3, format="csr", random_state=0, dtype=np.float32)
+    harness.save_features(tmp_path / "csr", csr, np.arange(5) % 2, csr[:2], np.arange(2))
+    X, _ = harness.stored_features(tmp_path / "csr", "test")
+    assert sp.issparse(X) and X.dtype == np.float64 and (X != csr[:2]).nnz == 0
