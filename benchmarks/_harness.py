@@ -69,7 +69,7 @@ PACKAGE = {
     "load_features": ("sparsesvm.data.features", "load_features"),
     "balanced_subsets": ("sparsesvm.data.subsets", "balanced_subsets"),
     "best_alpha": ("sparsesvm.experiments.aggregate", "best_alpha"),
-    "hinge_losses": ("sparsesvm.model.certificates", "hinge_losses"),
+    "hinge_losses": ("sparsesvm.model.losses", "hinge_losses"),
     "MulticlassOperator": ("sparsesvm.model.operator", "MulticlassOperator"),
     "make_penalty": ("sparsesvm.model.penalties", "make_penalty"),
     "solvers": ("sparsesvm.solvers", None),
