@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from .._sparse import issparse
 
 from .._io import atomic_path, save_npy, write_json
+from .._sparse import issparse
 
 __all__ = [
     "identity",
