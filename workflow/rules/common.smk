@@ -4,13 +4,16 @@
 # keys; check_config() below adds the checks that a JSON schema cannot express.
 # Everything here runs when the DAG is built, before any job.
 
+import copy
 import hashlib
 import importlib.util
 import json
 import math
 from pathlib import Path
 
-from snakemake.utils import validate
+from snakemake.utils import update_config, validate
+
+from sparsesvm.data.sources import DOWNLOADS
 
 
 class ConfigError(ValueError):
@@ -33,6 +36,10 @@ def check_finite(value, where="config"):
             check_finite(item, f"{where}[{i}]")
 
 
+# the source files: the package's table, with the config's `downloads` (if any) merged over it
+_downloads = copy.deepcopy(DOWNLOADS)
+update_config(_downloads, config.get("downloads", {}))
+config["downloads"] = _downloads
 check_finite(config)
 validate(config, "../schemas/config.schema.yaml", set_default=False)
 

@@ -2,8 +2,9 @@
 
 :data:`DOWNLOADS` has the shape of the workflow config's ``downloads`` key (dataset ->
 source key -> entry, validated by ``workflow/schemas/config.schema.yaml``) and is its
-default: ``config/config.yaml`` does not repeat it; a config that sets ``downloads``
-(``config/test.yaml``: the digests of the tiny fixture files) replaces it.
+default: ``config/config.yaml`` does not repeat it; ``workflow/rules/common.smk`` merges
+the config's ``downloads``, if any, over it key by key, as Snakemake merges config files
+(``config/test.yaml`` replaces every digest by those of the tiny fixture files).
 :data:`SOURCES` is the same entries keyed by their relative file name, the table of
 :func:`sparsesvm.data.download.fetch` for library users.
 
@@ -91,3 +92,4 @@ DOWNLOADS: dict[str, dict[str, dict]] = {
 SOURCES: dict[str, dict] = {
     entry["file"]: entry for entries in DOWNLOADS.values() for entry in entries.values()
 }
+
