@@ -35,7 +35,7 @@ sys.path.insert(0, str(TESTS))
 import fixtures_data  # noqa: E402
 from test_workflow import REPO, TEST, job_stats, load_config, smk, snakemake_exe  # noqa: E402
 
-from sparsesvm._io import atomic_path  # noqa: E402
+from sparsesvm._io import atomic_path, save_npy, write_json  # noqa: E402
 from sparsesvm.data.download import ChecksumError, check_downloads, download  # noqa: E402
 from sparsesvm.data.mnist import MNIST_EXPECTED, read_mnist_labels  # noqa: E402
 from sparsesvm.data.news20 import NEWS20_EXPECTED, load_news20  # noqa: E402
@@ -200,6 +200,20 @@ def test_atomic_path_leaves_nothing_on_error(tmp_path):
             raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_io_writers_replace_whole_files_or_nothing(tmp_path):
+    """write_json / save_npy: the complete new content, or the old file when writing fails."""
+    path = write_json(tmp_path / "a" / "r.json", {"x": 1.5, "y": [1, 2]}, indent=1)
+    assert path.read_text() == '{\n "x": 1.5,\n "y": [\n  1,\n  2\n ]\n}\n'
+    with pytest.raises(ValueError, match="Out of range float"):
+        write_json(path, {"x": float("nan")}, allow_nan=False)
+    arr = save_npy(tmp_path / "a" / "x.npy", np.arange(4))
+    with pytest.raises(ValueError, match="pickle"):
+        save_npy(arr, np.array([{}, None], dtype=object))  # no pickled objects
+    assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
+    assert np.array_equal(np.load(arr), np.arange(4))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["r.json", "x.npy"]
 
 
 # --------------------------------------------------------------------------- downloads

@@ -310,7 +310,8 @@ def _fetch_checked(url, tmp, digests, algorithm, decompressed, timeout):
         except _TruncatedTransfer as exc:
             out.flush()
             actual, _ = _content_digest(tmp, algorithm, False)
-            raise ChecksumError(url, digests, actual, algorithm, reason=f"truncated: {exc}") from None
+            reason = f"truncated: {exc}"
+            raise ChecksumError(url, digests, actual, algorithm, reason=reason) from None
         out.flush()
         os.fsync(out.fileno())
     verify_file(tmp, digests, algorithm=algorithm, decompressed=decompressed, name=url)

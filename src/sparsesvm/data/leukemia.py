@@ -150,7 +150,9 @@ def load_leukemia(train_tsv, test_tsv, samples_tsv, *, expected=LEUKEMIA_EXPECTE
     s_tr, X_tr, acc_tr = _read_expression(train_tsv, n_genes)
     s_te, X_te, acc_te = _read_expression(test_tsv, n_genes)
     if acc_tr != acc_te:
-        raise ValueError(f"{train_tsv} and {test_tsv} list different probes (or in a different order)")
+        raise ValueError(
+            f"{train_tsv} and {test_tsv} list different probes (or in a different order)"
+        )
     overlap = sorted(set(s_tr) & set(s_te))
     if overlap:
         raise ValueError(f"{train_tsv} and {test_tsv} share samples {overlap[:5]}")
@@ -159,7 +161,9 @@ def load_leukemia(train_tsv, test_tsv, samples_tsv, *, expected=LEUKEMIA_EXPECTE
                                   (test_tsv, s_te, X_te, "test_counts")):
         unknown = [s for s in samples if s not in labels]
         if unknown:
-            raise ValueError(f"{path}: samples {unknown[:5]} are not in the sample table {samples_tsv}")
+            raise ValueError(
+                f"{path}: samples {unknown[:5]} are not in the sample table {samples_tsv}"
+            )
         order = np.argsort(samples, kind="stable")
         ids = [samples[i] for i in order]
         y = np.array([labels[s] for s in ids], dtype=np.int64)

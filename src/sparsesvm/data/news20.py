@@ -112,7 +112,8 @@ def load_news20(tarball, *, expected=NEWS20_EXPECTED, tmpdir=None):
             f"({sorted(set(names_tr) ^ set(names_te))})"
         )
     if expected:
-        checks = (("n_classes", len(names_tr), "groups"), ("n_train", len(d_tr), "training documents"),
+        checks = (("n_classes", len(names_tr), "groups"),
+                  ("n_train", len(d_tr), "training documents"),
                   ("n_test", len(d_te), "test documents"))
         for key, got, what in checks:
             if key in expected and got != expected[key]:
