@@ -232,7 +232,7 @@ def write_tiny_mirror(directory, *, mnist_train_per_class=6, mnist_test_per_clas
     dict
         ``root`` (str), ``files`` (relative names), ``checksums`` ({relative name: {"sha256",
         "md5", and for gzip files "sha256_decompressed", "md5_decompressed"}}), ``sources``
-        (a :data:`sparsesvm.data.datasets.SOURCES`-like table with ``file://`` URLs and the
+        (a :data:`sparsesvm.data.sources.SOURCES`-like table with ``file://`` URLs and the
         sha256 of each file), ``expected`` ({"mnist": {...}, "news20": {...},
         "leukemia": {...}} to pass as ``expected=`` to the loaders), ``labels`` (the
         generated label vectors, for checks).

@@ -35,7 +35,10 @@ sys.path.insert(0, str(TESTS))
 import fixtures_data  # noqa: E402
 from test_workflow import REPO, TEST, job_stats, load_config, smk, snakemake_exe  # noqa: E402
 
-from sparsesvm.data import datasets  # noqa: E402
+from sparsesvm._io import atomic_path, save_npy, write_json  # noqa: E402
+from sparsesvm.data.download import ChecksumError, check_downloads, download  # noqa: E402
+from sparsesvm.data.mnist import MNIST_EXPECTED, read_mnist_labels  # noqa: E402
+from sparsesvm.data.news20 import NEWS20_EXPECTED, load_news20  # noqa: E402
 
 
 def _overlay(tmp_path, overlay, name="bad.yaml"):
@@ -149,10 +152,10 @@ def test_download_names_confined_to_their_dataset_folder(tmp_path, name, message
 @pytest.mark.mirror
 def test_known_class_counts_are_the_real_data(mirror_dir):
     """The class counts checked at DAG-build time are those of the mirror's files."""
-    y = datasets.read_mnist_labels(mirror_dir / "mnist" / "train-labels-idx1-ubyte.gz")
-    assert tuple(np.bincount(y)) == datasets.MNIST_EXPECTED["train_counts"]
-    news = datasets.load_news20(mirror_dir / "news20" / "20news-bydate.tar.gz")
-    assert tuple(np.bincount(news.y_train)) == datasets.NEWS20_EXPECTED["train_counts"]
+    y = read_mnist_labels(mirror_dir / "mnist" / "train-labels-idx1-ubyte.gz")
+    assert tuple(np.bincount(y)) == MNIST_EXPECTED["train_counts"]
+    news = load_news20(mirror_dir / "news20" / "20news-bydate.tar.gz")
+    assert tuple(np.bincount(news.y_train)) == NEWS20_EXPECTED["train_counts"]
 
 
 # --------------------------------------------------------------------------- file modes
@@ -175,7 +178,7 @@ def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
         files.append(tmp_path / "subsets.npz")
         features.save_features(tmp_path / "features", np.zeros((2, 3)), [0, 1], np.zeros((1, 3)), [1])
         files += sorted((tmp_path / "features").iterdir())
-        with datasets.atomic_path(tmp_path / "deep" / "x.npy", ".npy") as tmp:
+        with atomic_path(tmp_path / "deep" / "x.npy", ".npy") as tmp:
             np.save(tmp, np.arange(3))
         files.append(tmp_path / "deep" / "x.npy")
     finally:
@@ -192,11 +195,25 @@ def test_atomic_path_leaves_nothing_on_error(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old")
     with pytest.raises(RuntimeError, match="killed"):
-        with datasets.atomic_path(target) as tmp:
+        with atomic_path(target) as tmp:
             Path(tmp).write_text("half")
             raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_io_writers_replace_whole_files_or_nothing(tmp_path):
+    """write_json / save_npy: the complete new content, or the old file when writing fails."""
+    path = write_json(tmp_path / "a" / "r.json", {"x": 1.5, "y": [1, 2]}, indent=1)
+    assert path.read_text() == '{\n "x": 1.5,\n "y": [\n  1,\n  2\n ]\n}\n'
+    with pytest.raises(ValueError, match="Out of range float"):
+        write_json(path, {"x": float("nan")}, allow_nan=False)
+    arr = save_npy(tmp_path / "a" / "x.npy", np.arange(4))
+    with pytest.raises(ValueError, match="pickle"):
+        save_npy(arr, np.array([{}, None], dtype=object))  # no pickled objects
+    assert json.loads(path.read_text()) == {"x": 1.5, "y": [1, 2]}
+    assert np.array_equal(np.load(arr), np.arange(4))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["r.json", "x.npy"]
 
 
 # --------------------------------------------------------------------------- downloads
@@ -254,10 +271,10 @@ def test_check_downloads_refuses_truncated_and_names_the_file(tmp_path, tiny_mir
     path = tmp_path / "train-images-idx3-ubyte.gz"
     data = (tiny_mirror / "mnist" / "train-images-idx3-ubyte.gz").read_bytes()
     path.write_bytes(data)
-    datasets.check_downloads({"train_images": path}, cfg)  # intact: accepted
+    check_downloads({"train_images": path}, cfg)  # intact: accepted
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(datasets.ChecksumError, match=f"{path}.*truncated gzip stream; changed since its download"):
-        datasets.check_downloads({"train_images": path}, cfg)
+    with pytest.raises(ChecksumError, match=f"{path}.*truncated gzip stream; changed since its download"):
+        check_downloads({"train_images": path}, cfg)
 
 
 def test_stale_part_file_removed_by_the_next_download(tmp_path, tiny_mirror):
@@ -270,13 +287,13 @@ def test_stale_part_file_removed_by_the_next_download(tmp_path, tiny_mirror):
     stale.write_bytes(b"half a file")
     other = dest.parent / ".data_set_ALL_AML_independent.tsv.abcdefgh.part"  # another file's: left alone
     other.write_bytes(b"x")
-    datasets.download(entry["urls"], dest, entry["checksum"], mirror=tiny_mirror, name=name)
+    download(entry["urls"], dest, entry["checksum"], mirror=tiny_mirror, name=name)
     assert dest.read_bytes() == (tiny_mirror / name).read_bytes()
     assert not stale.exists()
     assert other.exists()
     # also when the file is already there and intact (the download returns early)
     stale.write_bytes(b"half a file")
-    datasets.download(entry["urls"], dest, entry["checksum"], mirror=tiny_mirror, name=name)
+    download(entry["urls"], dest, entry["checksum"], mirror=tiny_mirror, name=name)
     assert not stale.exists()
 
 

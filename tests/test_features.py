@@ -9,8 +9,9 @@ import pytest
 import scipy.sparse as sp
 
 import fixtures_data as fd
-from sparsesvm.data import datasets
 from sparsesvm.data import features
+from sparsesvm.data.mnist import read_mnist_images
+from sparsesvm.data.news20 import load_news20
 
 # Tests on the real offline mirror take the ``mirror_dir`` fixture (tests/conftest.py):
 # skipped, with the reason, when the mirror is absent.
@@ -118,7 +119,7 @@ def test_scattering_constant_image_and_position_of_a_blob():
 def test_scattering_real_images_group_channels_per_position(mirror_dir):
     from scipy.ndimage import gaussian_filter
 
-    imgs = datasets.read_mnist_images(mirror_dir / fd.MNIST_FILES["test_images"])[:6]
+    imgs = read_mnist_images(mirror_dir / fd.MNIST_FILES["test_images"])[:6]
     S = features.scattering(imgs, progress=False)
     assert S.shape == (6, 81 * 49) and S.dtype == np.float32 and np.isfinite(S).all()
     G = S.reshape(6, 49, 81)  # one group of 81 contiguous channels per position
@@ -202,7 +203,7 @@ def test_tfidf_matches_definition_and_fits_on_train_only():
 @pytest.mark.mirror
 @pytest.mark.slow
 def test_news20_real_mirror_and_tfidf(mirror_dir):
-    ds = datasets.load_news20(mirror_dir / fd.NEWS20_FILE)  # checks 11314 / 7532 / 20 by default
+    ds = load_news20(mirror_dir / fd.NEWS20_FILE)  # checks 11314 / 7532 / 20 by default
     assert len(ds.docs_train) == 11314 and len(ds.docs_test) == 7532
     assert ds.class_names == sorted(fd.NEWS20_GROUPS)
     assert np.bincount(ds.y_train).min() >= 377 and np.bincount(ds.y_test).size == 20

@@ -4,13 +4,16 @@
 # keys; check_config() below adds the checks that a JSON schema cannot express.
 # Everything here runs when the DAG is built, before any job.
 
+import copy
 import hashlib
 import importlib.util
 import json
 import math
 from pathlib import Path
 
-from snakemake.utils import validate
+from snakemake.utils import update_config, validate
+
+from sparsesvm.data.sources import DOWNLOADS
 
 
 class ConfigError(ValueError):
@@ -33,6 +36,10 @@ def check_finite(value, where="config"):
             check_finite(item, f"{where}[{i}]")
 
 
+# the source files: the package's table, with the config's `downloads` (if any) merged over it
+_downloads = copy.deepcopy(DOWNLOADS)
+update_config(_downloads, config.get("downloads", {}))
+config["downloads"] = _downloads
 check_finite(config)
 validate(config, "../schemas/config.schema.yaml", set_default=False)
 
@@ -435,21 +442,22 @@ def data_limits(cfg, dataset):
         of features, ``source``: where they come from (for the message); a value is
         None where it is not known yet.
 
-    With strict_sizes, the real datasets' class counts (sparsesvm.data.datasets) and
+    With strict_sizes, the real datasets' class counts (sparsesvm.data.mnist, news20, leukemia) and
     feature counts; otherwise (fixture data) those of the labels and features already
     built under `results`, if any (the jobs check them again when they run).
     MNIST's feature count follows from the scattering settings alone.
     """
     import numpy as np
 
-    from sparsesvm.data import datasets
     from sparsesvm.data import features
+    from sparsesvm.data.leukemia import LEUKEMIA_EXPECTED
+    from sparsesvm.data.mnist import MNIST_EXPECTED
+    from sparsesvm.data.news20 import NEWS20_EXPECTED
 
     results = Path(cfg["results"])
     limits = {"min_class": None, "n_features": None, "source": f"the real {dataset} data"}
     if cfg["strict_sizes"]:
-        expected = {"mnist": datasets.MNIST_EXPECTED, "news20": datasets.NEWS20_EXPECTED,
-                    "leukemia": datasets.LEUKEMIA_EXPECTED}[dataset]
+        expected = {"mnist": MNIST_EXPECTED, "news20": NEWS20_EXPECTED, "leukemia": LEUKEMIA_EXPECTED}[dataset]
         limits["min_class"] = min(expected["train_counts"])
         if dataset == "leukemia":
             limits["n_features"] = expected["n_genes"]

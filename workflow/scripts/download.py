@@ -3,12 +3,12 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
 
-from sparsesvm.data import datasets
+from sparsesvm.data.download import download
 
 source = snakemake.params.source  # noqa: F821
 mirror = snakemake.config["mirror"]  # noqa: F821 (not a param: switching mirrors must not rerun anything)
 print(f"{source['file']}: from {'mirror ' + mirror if mirror else 'the public URLs'}", file=sys.stderr)
-path = datasets.download(
+path = download(
     source["urls"],
     snakemake.output[0],  # noqa: F821
     source["checksum"],

@@ -8,8 +8,11 @@ import sys
 
 import numpy as np
 
-from sparsesvm.data import datasets
 from sparsesvm.data import features
+from sparsesvm.data.download import check_downloads
+from sparsesvm.data.leukemia import load_leukemia
+from sparsesvm.data.mnist import load_mnist
+from sparsesvm.data.news20 import load_news20
 
 dataset = snakemake.wildcards.dataset  # noqa: F821
 inp = snakemake.input  # noqa: F821
@@ -19,15 +22,15 @@ out = snakemake.output[0]  # noqa: F821
 sources = {key: os.path.relpath(path, os.path.dirname(out)) for key, path in inp.items()
            if key != "subsets"}
 # the downloads as they were checked when fetched (a file edited since is refused, named)
-datasets.check_downloads({key: inp[key] for key in sources}, snakemake.config["downloads"][dataset])  # noqa: F821
+check_downloads({key: inp[key] for key in sources}, snakemake.config["downloads"][dataset])  # noqa: F821
 
 if dataset == "leukemia":
-    ds = datasets.load_leukemia(inp.train, inp.test, inp.samples, **check)
+    ds = load_leukemia(inp.train, inp.test, inp.samples, **check)
     X_train, X_test, fmeta = features.identity(ds.X_train, ds.X_test, standardize=opts["standardize"])
     meta = {"feature_map": fmeta, "classes": list(ds.class_names)}
     features.save_features(out, X_train, ds.y_train, X_test, ds.y_test, {**meta, "sources": sources})
 elif dataset == "news20":
-    ds = datasets.load_news20(inp.tarball, **check)
+    ds = load_news20(inp.tarball, **check)
     X_train, X_test, vocabulary = features.tfidf(ds.docs_train, ds.docs_test, max_features=opts["max_features"])
     meta = {
         "feature_map": f"TF-IDF, the {len(vocabulary)} most frequent terms of the training split "
@@ -36,7 +39,7 @@ elif dataset == "news20":
     }
     features.save_features(out, X_train, ds.y_train, X_test, ds.y_test, {**meta, "sources": sources})
 elif dataset == "mnist":
-    ds = datasets.load_mnist(inp.train_images, inp.train_labels, inp.test_images, inp.test_labels, **check)
+    ds = load_mnist(inp.train_images, inp.train_labels, inp.test_images, inp.test_labels, **check)
     # Only the training images used by some subset are scattered (plus the whole test split).
     rows = np.unique(np.concatenate([np.load(p) for p in inp.subsets])) if inp.subsets else np.arange(0)
     print(f"scattering {rows.size} training images (union of {len(inp.subsets)} subsets) "

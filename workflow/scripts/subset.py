@@ -5,8 +5,8 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake i
 
 import numpy as np
 
+from sparsesvm._io import save_npy
 from sparsesvm.data import subsets
-from sparsesvm.data.datasets import atomic_path
 
 w = snakemake.wildcards  # noqa: F821
 y = np.load(snakemake.input[0])  # noqa: F821
@@ -18,6 +18,5 @@ try:
     idx = subsets.balanced_subsets(y, per_class, index + 1, seed=snakemake.params.seed)[index]  # noqa: F821
 except ValueError as exc:
     raise ValueError(f"{exc}: lower samples_per_class ({per_class}) in the config's {w.dataset} experiments") from exc
-with atomic_path(snakemake.output[0], ".npy") as tmp:  # noqa: F821
-    np.save(tmp, idx)
+save_npy(snakemake.output[0], idx)  # noqa: F821
 print(f"{w.dataset} L={per_class}K subset {index}: {idx.size} indices", file=sys.stderr)

@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from .._sparse import issparse
 
-from .datasets import atomic_path as _atomic_path
+from .._io import atomic_path, save_npy, write_json
+from .._sparse import issparse
 
 __all__ = [
     "identity",
@@ -359,7 +359,7 @@ def _save_matrix(directory, split, X):
         import scipy.sparse as sp
 
         X = sp.csr_matrix(X)
-        with _atomic_path(directory / f"X_{split}.npz", ".npz") as tmp:
+        with atomic_path(directory / f"X_{split}.npz", ".npz") as tmp:
             sp.save_npz(tmp, X, compressed=False)
         with contextlib.suppress(FileNotFoundError):
             (directory / f"X_{split}.npy").unlink()
@@ -368,18 +368,10 @@ def _save_matrix(directory, split, X):
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"save_features: X_{split} must be 2-D, got shape {X.shape}")
-    with _atomic_path(directory / f"X_{split}.npy", ".npy") as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(X), allow_pickle=False)
+    save_npy(directory / f"X_{split}.npy", np.ascontiguousarray(X))
     with contextlib.suppress(FileNotFoundError):
         (directory / f"X_{split}.npz").unlink()
     return {"format": "dense", "file": f"X_{split}.npy", "shape": list(X.shape), "dtype": str(X.dtype)}
-
-
-def _save_array(path, a):
-    with _atomic_path(path, ".npy") as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, a, allow_pickle=False)
 
 
 def save_features(directory, X_train, y_train, X_test, y_test, meta=None, *, train_rows=None):
@@ -434,8 +426,8 @@ def save_features(directory, X_train, y_train, X_test, y_test, meta=None, *, tra
         "train": _save_matrix(directory, "train", X_train),
         "test": _save_matrix(directory, "test", X_test),
     }
-    _save_array(directory / "y_train.npy", y_train)
-    _save_array(directory / "y_test.npy", y_test)
+    save_npy(directory / "y_train.npy", y_train)
+    save_npy(directory / "y_test.npy", y_test)
     if train_rows is not None:
         rows = np.asarray(train_rows, dtype=np.int64).ravel()
         if rows.shape[0] != y_train.shape[0]:
@@ -444,7 +436,7 @@ def save_features(directory, X_train, y_train, X_test, y_test, meta=None, *, tra
             )
         if rows.size and (np.any(np.diff(rows) <= 0) or rows[0] < 0):
             raise ValueError("save_features: train_rows must be non-negative and strictly increasing")
-        _save_array(directory / "rows_train.npy", rows)
+        save_npy(directory / "rows_train.npy", rows)
         meta["train_rows"] = {"file": "rows_train.npy", "n_stored": int(rows.size)}
     else:
         with contextlib.suppress(FileNotFoundError):
@@ -455,10 +447,7 @@ def save_features(directory, X_train, y_train, X_test, y_test, meta=None, *, tra
     meta["n_features"] = int(X_train.shape[1])
     meta.setdefault("library_versions", library_versions())
     meta = _jsonable(meta)
-    with _atomic_path(directory / "meta.json", ".json") as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(meta, fh, indent=2, sort_keys=True)
-            fh.write("\n")
+    write_json(directory / "meta.json", meta, indent=2, sort_keys=True)
     return meta
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .datasets import atomic_path
+from .._io import atomic_path
 
 __all__ = ["balanced_subsets", "save_subsets", "load_subsets"]
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data.datasets import atomic_path
+from .._io import atomic_path
 from .aggregate import best_alpha, method_label
 from .tables import format_count, table1_long
 
@@ -844,7 +844,7 @@ def to_markdown(t1, claims, subsets=None, cv=None):
 
 
 def write_text_atomic(path, text):
-    """Write ``text`` to ``path`` atomically (:func:`sparsesvm.data.datasets.atomic_path`)."""
+    """Write ``text`` to ``path`` atomically (:func:`sparsesvm._io.atomic_path`)."""
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data.datasets import atomic_path
+from .._io import atomic_path
 from .compare import write_text_atomic
 from .runner import write_json_atomic
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import core as _core
-from ..data.datasets import atomic_path
+from .._io import atomic_path
 from ..solvers import DEFAULT_STEP_RATIO
 
 __all__ = [
@@ -117,7 +117,7 @@ def write_json_atomic(path, obj):
     """Write ``obj`` as JSON to ``path`` atomically (temporary file + ``os.replace``).
 
     The parent directory is created if needed. Written through
-    :func:`sparsesvm.data.datasets.atomic_path`: a reader sees either the old file, no
+    :func:`sparsesvm._io.atomic_path`: a reader sees either the old file, no
     file, or the complete new file, and the file has the mode a plain ``open``
     gives (``0o666 & ~umask``), readable by the group like every other output.
 
