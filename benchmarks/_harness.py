@@ -60,8 +60,8 @@ DEFAULT_MIRROR = Path(os.environ.get("SPARSESVM_MIRROR", ROOT.parent / "shared" 
 #: Imported on first use (:func:`package`), so that a script pays only for what it uses.
 PACKAGE = {
     "SparseSVC": ("sparsesvm", "SparseSVC"),
-    "load_leukemia": ("sparsesvm.data.datasets", "load_leukemia"),
-    "load_mnist": ("sparsesvm.data.datasets", "load_mnist"),
+    "load_leukemia": ("sparsesvm.data.leukemia", "load_leukemia"),
+    "load_mnist": ("sparsesvm.data.mnist", "load_mnist"),
     "identity_features": ("sparsesvm.data.features", "identity"),
     "scattering_features": ("sparsesvm.data.features", "scattering"),
     "scattering_layout": ("sparsesvm.data.features", "scattering_layout"),
