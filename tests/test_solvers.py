@@ -275,3 +275,37 @@ def test_bad_arguments(call, match):
     op = MulticlassOperator(Phi, y, K)
     with pytest.raises(ValueError, match=match):
         call(op, make_penalty("l1", None, M, K))
+
+
+# --------------------------------------------------------------------------- #
+# pinned iterates: a refactoring of the loops must not change a single operation
+# --------------------------------------------------------------------------- #
+#: (n_iter, objective, sum X, sum |X|) after at most 3000 iterations on the
+#: ``make_problem()`` data with l12 in groups of 2 (numpy path: 18 x 5 x 3 is
+#: below the compiled kernels' MIN_SIZE), measured before issue 14's split of
+#: the solver loops.
+PINNED = {
+    "hinge_reg": (805, 11.17633075398276, 0.5406131746668194, 5.02260831521996),
+    "hinge_con": (3000, 6.824509243007163, 0.47684143736866713, 9.179556450066276),
+    "hinge_lin": (3000, 6.757071718902082, 0.14564816096988115, 8.975647176843667),
+    "square": (155, 12.555418594272746, 1.1297325685443695, 7.089228340105647),
+    "logit": (1097, 22.651071499895558, 1.7181134890315106, 11.040250937032404),
+    "ova": (58, 24.367069014539616, -0.9277577512864764, 10.178922682971756),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_iterates_pinned(problem, name):
+    Phi, y, op = problem
+    pen = make_penalty("l12", 2, M, K)
+    if name == "ova":
+        res = S.ova(Phi, y, K, pen, 1.0, max_iter=3000)
+    elif name in ("square", "logit"):
+        res = getattr(S, name)(op, pen, 1.0, max_iter=3000)
+    else:
+        arg = 1.0 if name == "hinge_reg" else 6.0
+        res = getattr(S, name)(op, pen, arg, step_ratio=PD_RATIO, max_iter=3000)
+    n_iter, objective, total, l1 = PINNED[name]
+    assert res.n_iter == n_iter
+    got = (res.objective, float(res.X.sum()), float(np.abs(res.X).sum()))
+    np.testing.assert_allclose(got, (objective, total, l1), rtol=1e-12, atol=1e-13)
