@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsesvm.solvers import paper as S
+from sparsesvm import solvers as S
+from sparsesvm.solvers import _loop
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import make_penalty
 
@@ -190,11 +191,11 @@ def test_trace_does_not_change_iterates_and_is_consistent(problem):
 
 def test_stopping_rule_and_zero_iterates():
     # ||X+|| = 0 never counts as converged
-    assert S._RelChange(np.zeros((3, 2)))(np.zeros((3, 2)), np.zeros((3, 2))) == np.inf
+    assert _loop.RelChange(np.zeros((3, 2)))(np.zeros((3, 2)), np.zeros((3, 2))) == np.inf
     # the inner-product form agrees with the explicit norm, also at tiny changes
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 4))
-    rc = S._RelChange(X)
+    rc = _loop.RelChange(X)
     for eps in (1.0, 1e-3, 1e-5, 1e-7, 1e-10, 0.0):
         Xn = X + eps * rng.normal(size=X.shape)
         expect = np.linalg.norm(Xn - X) / np.linalg.norm(Xn)
@@ -247,7 +248,7 @@ def test_constrained_trivial_when_eta_at_least_loss_of_zero(fn):
 def test_step_sizes_respect_the_bound():
     for nrm in (0.3, 1.0, 17.0):
         for r in (1e-3, 1.0, 50.0):
-            tau, sigma = S._pd_steps(nrm, r)
+            tau, sigma = _loop.pd_steps(nrm, r)
             assert tau * sigma * nrm ** 2 == pytest.approx(1.0)
             assert sigma / tau == pytest.approx(r)
 
