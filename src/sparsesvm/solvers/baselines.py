@@ -16,6 +16,9 @@ logit(op, penalty, lam, ...)
     FISTA with ``scheme="fista"``.
 ova(Phi, y_idx, n_classes, penalty, lam, ...)
     One-vs-all squared hinge, one FISTA per class (run side by side).
+liblinear_cs(Phi, y_idx, n_classes, alpha, ...)
+    The l2 peer (stand-in for the paper's SVM-struct): scikit-learn's
+    Crammer-Singer ``LinearSVC`` (liblinear), bias regularised.
 
 Stopping rule (by default): ``||X+ - X||_F / ||X+||_F <= tol`` (an iterate
 with ``||X+||_F = 0`` never counts as converged), or ``max_iter`` iterations;
@@ -43,7 +46,7 @@ from ._loop import (
 )
 from .paper import ConstrainedDual, logistic_loss, squared_hinge_loss
 
-__all__ = ["hinge_lin", "SlackDual", "square", "logit", "ova", "SMOOTH_SCHEMES"]
+__all__ = ["hinge_lin", "SlackDual", "square", "logit", "ova", "liblinear_cs", "SMOOTH_SCHEMES"]
 
 
 # --------------------------------------------------------------------------- #
@@ -495,3 +498,75 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
     fit_time = clock.stop()
     return SolverResult(X, int(n_it.max()), bool(conv.all()), prob.objective(X), 0.0, fit_time,
                         tr.result() if tr else None, prob.rel_gap(X))
+
+
+# --------------------------------------------------------------------------- #
+# the l2 peer: liblinear's Crammer-Singer
+# --------------------------------------------------------------------------- #
+def liblinear_cs(Phi, y_idx, n_classes, alpha, *, tol=1e-3, max_iter=100000):
+    """The l2 peer: scikit-learn's ``LinearSVC(multi_class="crammer_singer", C=1/alpha)`` (liblinear).
+
+    liblinear solves ``1/2 sum_k (||w_k||^2 + b_k^2) + loss / alpha`` (the
+    multiclass hinge of hinge-reg): its bias is a weight on a constant feature
+    and *is* regularised, unlike the paper's free bias. Imports scikit-learn.
+
+    Parameters
+    ----------
+    Phi : float64 ndarray (L, M) or CSR
+    y_idx : int ndarray (L,)
+        Class indices in ``0..n_classes-1``.
+    n_classes : int
+    alpha : float > 0
+        ``C = 1 / alpha`` (the ``lambda`` of hinge-reg,
+        :func:`sparsesvm.solvers.registry.model_parameters`).
+    tol : float > 0
+        liblinear's tolerance.
+    max_iter : int
+        liblinear's iteration cap.
+
+    Returns
+    -------
+    SolverResult
+        ``X`` (M + 1, K) with the biases as last row; ``converged = n_iter <
+        max_iter``; ``objective`` the liblinear objective above, bias term
+        included; ``fit_time`` the seconds of ``LinearSVC.fit`` (its input
+        conversion included); no trace; ``rel_gap`` NaN.
+
+    Notes
+    -----
+    For 2 classes liblinear returns ``d = w_1 - w_0``; the Crammer-Singer
+    optimum is then ``w_1 = -w_0 = d / 2`` (the loss depends on ``d`` only and
+    the regulariser is minimised by the symmetric split), which is returned, so
+    ``X`` always has K columns.
+    """
+    import time
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import LinearSVC
+
+    svc = LinearSVC(multi_class="crammer_singer", C=1.0 / alpha, tol=tol, max_iter=max_iter,
+                    random_state=0)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svc.fit(Phi, y_idx)
+    fit_time = time.perf_counter() - t0
+    if n_classes == 2:
+        d = svc.coef_.ravel()
+        db = float(svc.intercept_[0])
+        coef = np.vstack([-0.5 * d, 0.5 * d])
+        intercept = np.array([-0.5 * db, 0.5 * db])
+    else:
+        coef = np.array(svc.coef_, dtype=np.float64)
+        intercept = np.array(svc.intercept_, dtype=np.float64)
+    n_iter = int(svc.n_iter_)
+    S = np.asarray(Phi @ coef.T)
+    S += intercept
+    L = S.shape[0]
+    st = S[np.arange(L), y_idx]
+    S[np.arange(L), y_idx] = -np.inf
+    loss = float(np.maximum(0.0, 1.0 + S.max(axis=1) - st).sum())
+    objective = float(0.5 * (np.sum(coef ** 2) + np.sum(intercept ** 2)) + loss / alpha)
+    return SolverResult(np.vstack([coef.T, intercept]), n_iter, bool(n_iter < max_iter), objective,
+                        0.0, fit_time, None, float("nan"))

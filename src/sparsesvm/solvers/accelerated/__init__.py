@@ -8,5 +8,5 @@
   for the square, logit and one-vs-all baselines.
 
 Each module registers itself as the ``"accelerated"`` solver of its methods
-(:func:`sparsesvm.core.register_solver`) when imported.
+(:func:`sparsesvm.solvers.registry.register_solver`) when imported.
 """

@@ -73,9 +73,9 @@ from scipy.optimize import linprog
 
 from . import l2dual as _l2dual
 from ...model.certificates import GroupGeometry, hinge_con_gap, hinge_reg_gap
-from ...core import register_solver
 from ...model.operator import MulticlassOperator
 from ...model.projections import _project_simplex
+from ..registry import model_parameters, register_solver
 
 __all__ = ["AcceleratedResult", "hinge_reg", "hinge_con", "DEFAULTS"]
 
@@ -1031,17 +1031,15 @@ def _best_biases(op, W):
 # ---------------------------------------------------------------------------
 # plug into SparseSVC(solver="accelerated", stopping="gap")
 def _estimator_adapter(method):
-    """``run(op, penalty, alpha, **)`` -> solvers.SolverResult for estimators.SOLVERS."""
+    """``run(op, penalty, alpha, **)`` -> SolverResult for :data:`sparsesvm.solvers.registry.SOLVERS`."""
 
     def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
         from ...solvers import SolverResult
 
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
-        if method == "hinge-reg":
-            kind, par = "reg", 1.0 / alpha
-        else:
-            kind, par = "con", alpha * op.n_samples
+        name, par = model_parameters(method, alpha, op.n_samples)
+        kind = {"lam": "reg", "eta": "con"}[name]
         if not par > 0:
             raise ValueError(f"alpha must be > 0, got {alpha}")
         r = _solve(kind, op, penalty.name, penalty.groups, par, tol, max_iter, None,

@@ -52,6 +52,7 @@ import numpy as np
 
 from ..._sparse import issparse
 from ...model.certificates import SMOOTH_METHODS, GroupGeometry, smooth_gap_scores
+from ..registry import model_parameters, register_solver
 
 __all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON"]
 
@@ -594,7 +595,7 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
 # ---------------------------------------------------------------------------
 # plug into SparseSVC(solver="accelerated", stopping="gap")
 def _estimator_adapter(method):
-    """``run(op, penalty, alpha, **)`` -> solvers.SolverResult for core.SOLVERS."""
+    """``run(op, penalty, alpha, **)`` -> SolverResult for :data:`sparsesvm.solvers.registry.SOLVERS`."""
 
     def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
         from ...solvers import SolverResult
@@ -602,7 +603,8 @@ def _estimator_adapter(method):
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
         geo = GroupGeometry(penalty.name, penalty.groups, op.n_features, op.n_classes)
-        r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, 1.0 / alpha, tol=tol,
+        _, lam = model_parameters(method, alpha, op.n_samples)
+        r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, lam, tol=tol,
                   max_iter=max_iter, trace=bool(trace), reference=reference)
         tr = None
         if trace:
@@ -616,10 +618,4 @@ def _estimator_adapter(method):
     return run
 
 
-def _register():
-    from ...core import register_solver
-
-    register_solver("accelerated", {m: _estimator_adapter(m) for m in SMOOTH_METHODS}, ("gap",))
-
-
-_register()
+register_solver("accelerated", {m: _estimator_adapter(m) for m in SMOOTH_METHODS}, ("gap",))
