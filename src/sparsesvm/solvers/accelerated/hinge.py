@@ -410,16 +410,8 @@ def _operator(Phi, y_idx, n_classes):
     return MulticlassOperator(Phi, y_idx, n_classes)
 
 
-def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, opts,
-           reference=None):
-    """Shared driver; ``problem`` is a MulticlassOperator or a tuple (Phi, y_idx, n_classes)."""
-    t_start = time.perf_counter()
-    op = problem if isinstance(problem, MulticlassOperator) else _operator(*problem)
-    if not tol > 0:
-        raise ValueError(f"tol must be > 0, got {tol}")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
-    Phi, y, K = op.Phi, op.y_idx, op.n_classes
+def _checked_settings(opts):
+    """:data:`DEFAULTS` overridden by ``opts``, checked (unknown keys and values raise)."""
     settings = dict(DEFAULTS)
     for key, val in opts.items():
         if key not in DEFAULTS:
@@ -432,9 +424,12 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         raise ValueError(f"restart must be 'halpern' or 'none', got {settings['restart']!r}")
     if settings["precondition"] not in ("none", "diag"):
         raise ValueError(f"precondition must be 'none' or 'diag', got {settings['precondition']!r}")
-    L, M = Phi.shape
-    geo = GroupGeometry(penalty, groups, M, K)
-    inner = settings["inner"]
+    return settings
+
+
+def _choose_inner(inner, geo, L, M, K):
+    """The inner engine: ``inner``, or for ``"auto"`` the one measured best for the
+    penalty and size (module docstring); raises if it cannot solve the penalty."""
     if inner == "auto":
         if geo.name in ("l1", "l1inf"):
             inner = "cg"
@@ -451,152 +446,242 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         raise ValueError(f"inner={inner!r} is for penalty 'l2' only, got {geo.name!r}")
     if inner == "qp" and _highspy is None:
         raise ValueError("inner='qp' needs HiGHS' incremental interface (scipy >= 1.15 or highspy)")
-    settings["inner"] = inner
-    deadline = None if max_time is None else t_start + float(max_time)
-    rec = {"iteration": [], "time": [], "objective": [], "dual_objective": [], "rel_gap": [],
-           "rel_change": []}
-    if reference is not None:
-        reference = np.asarray(reference, dtype=float)
-        if reference.shape != (M + 1, K):
-            raise ValueError(f"reference must have shape ({M + 1}, {K}), got {reference.shape}")
-        rec["rel_dist"] = []
-    spent = [0.0]  # seconds of trace bookkeeping, excluded from the time axis
-    n_done = [0]
-    prev = [None]
+    return inner
 
-    def record(gr, full, Xc=None):
-        if trace:
-            t0 = time.perf_counter()
-            rec["iteration"].append(n_done[0])
-            rec["time"].append(t0 - t_start - spent[0])
-            rec["objective"].append(gr.primal)
-            rec["dual_objective"].append(gr.dual if full else np.nan)
-            rec["rel_gap"].append(gr.rel_gap if full else np.nan)
-            rc = np.nan
-            if Xc is not None and prev[0] is not None:
-                nx = np.linalg.norm(Xc)
-                rc = np.linalg.norm(Xc - prev[0]) / nx if nx > 0 else np.inf
-            rec["rel_change"].append(rc)
-            if Xc is not None:
-                prev[0] = Xc
-            if reference is not None:
-                rec["rel_dist"].append(np.nan if Xc is None else
-                                       np.linalg.norm(Xc - reference) / np.linalg.norm(reference))
-            spent[0] += time.perf_counter() - t0
 
-    def result(X, Y, best, n_iter, converged):
+class _Recorder:
+    """The clock and the certificate history of one accelerated solve.
+
+    Parameters
+    ----------
+    t_start : float
+        ``time.perf_counter()`` at the start of the solve.
+    trace : bool
+        Whether to record the history (:attr:`AcceleratedResult.trace`).
+    reference : ndarray (M + 1, K) or None
+        For the ``rel_dist`` entries.
+
+    Attributes
+    ----------
+    n_done : int
+        Iterations (or rounds, sweeps, QP solves) done so far: the ``iteration`` entry.
+    """
+
+    def __init__(self, t_start, trace, reference):
+        self.t_start, self.trace, self.reference = t_start, trace, reference
+        self.rec = {"iteration": [], "time": [], "objective": [], "dual_objective": [],
+                    "rel_gap": [], "rel_change": []}
+        if reference is not None:
+            self.rec["rel_dist"] = []
+        self.spent = 0.0  # seconds of trace bookkeeping, excluded from the time axis
+        self.n_done = 0
+        self.prev = None
+
+    def record(self, gr, full, Xc=None):
+        """Add the certificate ``gr`` (gap entries NaN unless ``full``) and the point ``Xc``."""
+        if not self.trace:
+            return
+        rec = self.rec
+        t0 = time.perf_counter()
+        rec["iteration"].append(self.n_done)
+        rec["time"].append(t0 - self.t_start - self.spent)
+        rec["objective"].append(gr.primal)
+        rec["dual_objective"].append(gr.dual if full else np.nan)
+        rec["rel_gap"].append(gr.rel_gap if full else np.nan)
+        rc = np.nan
+        if Xc is not None and self.prev is not None:
+            nx = np.linalg.norm(Xc)
+            rc = np.linalg.norm(Xc - self.prev) / nx if nx > 0 else np.inf
+        rec["rel_change"].append(rc)
+        if Xc is not None:
+            self.prev = Xc
+        if self.reference is not None:
+            rec["rel_dist"].append(np.nan if Xc is None else
+                                   np.linalg.norm(Xc - self.reference) / np.linalg.norm(self.reference))
+        self.spent += time.perf_counter() - t0
+
+    def engine_record(self, gr, n_done, Xc):
+        """``record`` as the column generation and the dual coordinate descent call it."""
+        self.n_done = n_done
+        self.record(gr, True, Xc)
+
+    def result(self, kind, X, Y, best, n_iter, converged, settings):
+        """The :class:`AcceleratedResult`; for hinge-con X scaled to the certified feasible point."""
         if kind == "con" and best.theta is not None and np.isfinite(best.theta):
             X = best.theta * X  # the certified feasible point
-        elapsed = time.perf_counter() - t_start - spent[0]
-        tr = {k: np.asarray(v, dtype=float) for k, v in rec.items()} if trace else None
+        elapsed = time.perf_counter() - self.t_start - self.spent
+        tr = {k: np.asarray(v, dtype=float) for k, v in self.rec.items()} if self.trace else None
         if tr is not None:
             tr["iteration"] = tr["iteration"].astype(int)
         return AcceleratedResult(X, Y, float(best.primal), float(best.dual), float(best.gap),
                                  float(best.rel_gap), int(n_iter), converged, elapsed, 0.0, tr,
                                  settings)
 
+
+def _full_gap(op, geo, kind, par, X, Y, TX=None):
+    """Certificate of (X, Y) on the whole problem (hinge-reg or hinge-con)."""
+    if kind == "reg":
+        return hinge_reg_gap(op, X, Y, geo, lam=par, TX=TX)
+    return hinge_con_gap(op, X, Y, geo, eta=par, TX=TX)
+
+
+def _qp_start(op, geo, kind, par, tol, deadline, recorder):
+    """The l2 dual QP by HiGHS (inner="qp"): ``(X, Y, certificate or None, done)``.
+
+    Nearly unregularised first (exact when the Gram matrix has full rank; it
+    can stall when it has not: skipped for M < L), then HiGHS' default
+    regularisation (robust, ~1e-6 accurate). ``done`` when a QP's point meets
+    ``tol``; otherwise PDHG finishes from the returned point (zeros if HiGHS failed).
+    """
+    L, M = op.Phi.shape
+    X = np.zeros((M + 1, op.n_classes))
+    Y = np.zeros((L, op.n_classes))
+    for reg_value in ((1e-12, 1e-7) if M >= L else (1e-7,)):
+        left = QP_TIME_LIMIT if deadline is None else deadline - time.perf_counter()
+        Yq = _l2_dual_qp(op, kind, par, reg_value, min(left, QP_TIME_LIMIT))
+        if Yq is None:
+            continue
+        W = -op.T_adjoint(Yq)[:-1]
+        Xq = np.vstack([W, _best_biases(op, W)[None, :]])
+        gq = _full_gap(op, geo, kind, par, Xq, Yq)
+        recorder.n_done += 1
+        recorder.record(gq, True, Xq.copy())
+        if gq.rel_gap <= tol:
+            return Xq, Yq, gq, True
+        X, Y = Xq, Yq
+        if np.isfinite(gq.rel_gap):
+            break
+    return X, Y, None, False
+
+
+def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, opts,
+           reference=None):
+    """Shared driver; ``problem`` is a MulticlassOperator or a tuple (Phi, y_idx, n_classes)."""
+    t_start = time.perf_counter()
+    op = problem if isinstance(problem, MulticlassOperator) else _operator(*problem)
+    if not tol > 0:
+        raise ValueError(f"tol must be > 0, got {tol}")
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    K = op.n_classes
+    settings = _checked_settings(opts)
+    L, M = op.Phi.shape
+    geo = GroupGeometry(penalty, groups, M, K)
+    inner = settings["inner"] = _choose_inner(settings["inner"], geo, L, M, K)
+    deadline = None if max_time is None else t_start + float(max_time)
+    if reference is not None:
+        reference = np.asarray(reference, dtype=float)
+        if reference.shape != (M + 1, K):
+            raise ValueError(f"reference must have shape ({M + 1}, {K}), got {reference.shape}")
+    recorder = _Recorder(t_start, trace, reference)
     if inner == "cg":
-        def rec_cg(gr, rnd, Xc):
-            n_done[0] = rnd
-            record(gr, True, Xc)
-
         X, Y, best, n_lp, converged = _column_generation(
-            op, geo, kind, par, tol, int(max_iter), deadline, rec_cg)
-        return result(X, Y, best, n_lp, converged)
+            op, geo, kind, par, tol, int(max_iter), deadline, recorder.engine_record)
+        return recorder.result(kind, X, Y, best, n_lp, converged, settings)
     if inner == "dcd":
-        def rec_cd(gr, n, Xc):
-            n_done[0] = n
-            record(gr, True, Xc)
-
         X, Y, best, n_sw, converged = _l2dual.solve(op, kind, par, tol, int(max_iter), deadline,
-                                                    rec_cd)
-        return result(X, Y, best, n_sw, converged)
+                                                    recorder.engine_record)
+        return recorder.result(kind, X, Y, best, n_sw, converged, settings)
     X = np.zeros((M + 1, K))
     Y = np.zeros((L, K))
     if inner == "qp":
-        # nearly unregularised first (exact when the Gram matrix has full rank; it can
-        # stall when it has not: skipped for M < L), then HiGHS' default regularisation
-        # (robust, ~1e-6 accurate); PDHG finishes if needed
-        for reg_value in ((1e-12, 1e-7) if M >= L else (1e-7,)):
-            left = QP_TIME_LIMIT if deadline is None else deadline - time.perf_counter()
-            Yq = _l2_dual_qp(op, kind, par, reg_value, min(left, QP_TIME_LIMIT))
-            if Yq is None:
-                continue
-            W = -op.T_adjoint(Yq)[:-1]
-            Xq = np.vstack([W, _best_biases(op, W)[None, :]])
-            gq = (hinge_reg_gap(op, Xq, Yq, geo, lam=par) if kind == "reg"
-                  else hinge_con_gap(op, Xq, Yq, geo, eta=par))
-            n_done[0] += 1
-            record(gq, True, Xq.copy())
-            if gq.rel_gap <= tol:
-                return result(Xq, Yq, gq, n_done[0], True)
-            X, Y = Xq, Yq
-            if np.isfinite(gq.rel_gap):
-                break
+        X, Y, gq, done = _qp_start(op, geo, kind, par, tol, deadline, recorder)
+        if done:
+            return recorder.result(kind, X, Y, gq, recorder.n_done, True, settings)
         # HiGHS failed or its tolerances were not enough: PDHG from the QP's point
-    use_ws = bool(settings["working_set"]) and geo.name != "l2"
-    n_units = geo.nb if geo.layout == "blocks" else M
-    if use_ws:
-        # initial working set from a dual guess: a = r (times lambda / (K - 1) for hinge-reg)
-        a0 = op.R * (par / (K - 1) if kind == "reg" else 1.0)
-        scores = _unit_scores(geo, op.T_adjoint(a0)[:-1])
-        n0 = int(min(n_units, max(8, L // 4)))
-        units = np.sort(np.argsort(-scores)[:n0])
-    else:
-        units = np.arange(n_units)
-    omega = None
-    best = None
-    total = 0
-    converged = False
-    while True:
-        cols = _unit_columns(geo, units)
-        full = len(cols) == M
-        rows = np.append(cols, M)  # restricted weights and the biases
-        op_s = op if full else MulticlassOperator(Phi[:, cols], y, K)
-        geo_s = geo if full else GroupGeometry(penalty, groups, len(cols), K)
-        prob = _Problem(op_s, geo_s, kind, par, settings["precondition"])
-        if omega is None:
-            # dual scale / primal scale at the first guess
-            ydual = par if kind == "reg" else 1.0
-            omega = ydual * prob.norm
-        inner_tol = tol if full else max(0.5 * tol, 0.3 * (best.rel_gap if best is not None else 1.0))
+    ws = _WorkingSet(op, geo, penalty, groups, kind, par, bool(settings["working_set"]))
+    X, Y, best, total, converged = ws.run(X, Y, tol, max_iter, deadline, settings, recorder)
+    settings["working_set"] = ws.used
+    return recorder.result(kind, X, Y, best, total, converged, settings)
 
-        n_inf = [0]
 
-        def on_check(Xs, Yc, gr):
-            n_done[0] = total
-            if trace:
-                Xc = np.zeros((M + 1, K))
-                Xc[rows] = Xs
-                record(gr, full, Xc)
-            # a restricted hinge-con problem can be infeasible (no scaling of its
-            # iterates meets the constraint: an infinite gap): grow the working set
-            n_inf[0] = n_inf[0] + 1 if not np.isfinite(gr.rel_gap) else 0
-            return not full and n_inf[0] >= WS_MAX_INFEASIBLE_CHECKS
+class _WorkingSet:
+    """PDHG on growing sets of feature units (blocks or features) until the full problem's gap meets tol.
 
-        Xs, Y, omega, nit, gr, reason = _pdhg(
-            prob, X[rows], Y, omega, inner_tol, max_iter - total, deadline, settings, on_check)
-        total += nit
-        n_done[0] = total
-        X = np.zeros((M + 1, K))
-        X[rows] = Xs
-        if full:
-            best = gr
-        else:  # the full problem's gap (T X is the restricted one's: X is 0 off the set)
-            TX = op_s.T(Xs)
-            if kind == "reg":
-                best = hinge_reg_gap(op, X, Y, geo, lam=par, TX=TX)
-            else:
-                best = hinge_con_gap(op, X, Y, geo, eta=par, TX=TX)
-        record(best, True, X.copy() if trace else None)
-        if best.rel_gap <= tol:
-            converged = True
-            break
-        if total >= max_iter or reason == "time" or full:
-            break
-        # add the groups that the dual point violates
-        sc = _unit_scores(geo, op.T_adjoint(Y)[:-1])
-        inside = np.zeros(n_units, dtype=bool)
+    Parameters
+    ----------
+    op : MulticlassOperator
+    geo : GroupGeometry
+    penalty, groups
+        As given to :func:`hinge_reg` (for the restricted problems' geometry).
+    kind : {"reg", "con"}
+    par : float
+        lambda or eta.
+    working_set : bool
+        False, or penalty l2: one PDHG run on the full problem (:attr:`used` False).
+    """
+
+    def __init__(self, op, geo, penalty, groups, kind, par, working_set):
+        self.op, self.geo, self.penalty, self.groups = op, geo, penalty, groups
+        self.kind, self.par = kind, par
+        self.used = working_set and geo.name != "l2"
+        L, M = op.Phi.shape
+        self.M = M
+        self.n_units = geo.nb if geo.layout == "blocks" else M
+        if self.used:
+            # initial working set from a dual guess: a = r (times lambda / (K - 1) for hinge-reg)
+            a0 = op.R * (par / (op.n_classes - 1) if kind == "reg" else 1.0)
+            scores = _unit_scores(geo, op.T_adjoint(a0)[:-1])
+            n0 = int(min(self.n_units, max(8, L // 4)))
+            self.units = np.sort(np.argsort(-scores)[:n0])
+        else:
+            self.units = np.arange(self.n_units)
+
+    def restricted(self, cols, full, precondition):
+        """The restricted problem on feature columns ``cols``: ``(operator, _Problem)``."""
+        op, K = self.op, self.op.n_classes
+        op_s = op if full else MulticlassOperator(op.Phi[:, cols], op.y_idx, K)
+        geo_s = self.geo if full else GroupGeometry(self.penalty, self.groups, len(cols), K)
+        return op_s, _Problem(op_s, geo_s, self.kind, self.par, precondition)
+
+    def run(self, X, Y, tol, max_iter, deadline, settings, recorder):
+        """PDHG on the working set, grown until the full gap meets ``tol``, ``max_iter``
+        iterations are spent, or the deadline passes.
+
+        Returns
+        -------
+        X (M + 1, K), Y (L, K), best : GapResult of the full problem, total : int, converged : bool
+        """
+        M, K, kind, par = self.M, self.op.n_classes, self.kind, self.par
+        omega = None
+        best = None
+        total = 0
+        converged = False
+        while True:
+            cols = _unit_columns(self.geo, self.units)
+            full = len(cols) == M
+            rows = np.append(cols, M)  # restricted weights and the biases
+            op_s, prob = self.restricted(cols, full, settings["precondition"])
+            if omega is None:
+                # dual scale / primal scale at the first guess
+                ydual = par if kind == "reg" else 1.0
+                omega = ydual * prob.norm
+            inner_tol = tol if full else max(0.5 * tol, 0.3 * (best.rel_gap if best is not None else 1.0))
+            on_check = _CheckHook(recorder, total, rows, full, (M + 1, K))
+            Xs, Y, omega, nit, gr, reason = _pdhg(
+                prob, X[rows], Y, omega, inner_tol, max_iter - total, deadline, settings, on_check)
+            total += nit
+            recorder.n_done = total
+            X = np.zeros((M + 1, K))
+            X[rows] = Xs
+            if full:
+                best = gr
+            else:  # the full problem's gap (T X is the restricted one's: X is 0 off the set)
+                best = _full_gap(self.op, self.geo, kind, par, X, Y, TX=op_s.T(Xs))
+            recorder.record(best, True, X.copy() if recorder.trace else None)
+            if best.rel_gap <= tol:
+                converged = True
+                break
+            if total >= max_iter or reason == "time" or full:
+                break
+            self.grow(Y)
+        return X, Y, best, total, converged
+
+    def grow(self, Y):
+        """Add to the working set the units whose dual scores the dual point ``Y`` violates."""
+        geo, units = self.geo, self.units
+        sc = _unit_scores(geo, self.op.T_adjoint(Y)[:-1])
+        inside = np.zeros(self.n_units, dtype=bool)
         inside[units] = True
         ref = sc[inside].max() if geo.name != "l2" else 0.0
         cand = np.flatnonzero(~inside & (sc > ref * (1 - 1e-9)))
@@ -604,9 +689,27 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         if len(cand) == 0:
             cand = np.flatnonzero(~inside)
         add = cand[np.argsort(-sc[cand])[:n_add]]
-        units = np.sort(np.concatenate([units, add]))
-    settings["working_set"] = use_ws
-    return result(X, Y, best, total, converged)
+        self.units = np.sort(np.concatenate([units, add]))
+
+
+class _CheckHook:
+    """PDHG's ``on_check`` on a working set: records the check, and stops a restricted
+    problem whose certificate stayed infinite for :data:`WS_MAX_INFEASIBLE_CHECKS` checks
+    (a restricted hinge-con problem can be infeasible: no scaling of its iterates meets
+    the constraint; the working set is then grown)."""
+
+    def __init__(self, recorder, n_done, rows, full, shape):
+        self.recorder, self.n_done, self.rows, self.full, self.shape = recorder, n_done, rows, full, shape
+        self.n_infinite = 0
+
+    def __call__(self, Xs, Yc, gr):
+        self.recorder.n_done = self.n_done
+        if self.recorder.trace:
+            Xc = np.zeros(self.shape)
+            Xc[self.rows] = Xs
+            self.recorder.record(gr, self.full, Xc)
+        self.n_infinite = self.n_infinite + 1 if not np.isfinite(gr.rel_gap) else 0
+        return not self.full and self.n_infinite >= WS_MAX_INFEASIBLE_CHECKS
 
 
 def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-4,
@@ -826,62 +929,22 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
     """
     Phi, y, K = op.Phi, op.y_idx, op.n_classes
     L, M = Phi.shape
-    ar = np.arange(L)
     ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
-    atoms = []         # (gid, slots, sigma)
-    keys = set()
+    pricing = _Pricing(op, geo, ll, kk)
     master = _Master(L, K, y, ll, kk, kind, par)
     best = None
     X = np.zeros((M + 1, K))
     Y = np.zeros((L, K))
     rnd = 0
     for rnd in range(max_rounds):
-        cw, b, mult, slack = master.solve()
-        A = np.zeros(geo.shape)
-        for (gid, slots, sig), cv in zip(atoms, cw):
-            if cv != 0.0:
-                i1, i2 = divmod(gid, geo.shape[2])
-                A[i1, slots, i2] += cv * sig
-        X = np.vstack([geo.from_groups(A), b[None, :]])
-        a = np.zeros((L, K))
-        a[ll, kk] = mult[:master.nh]
-        cap = par if kind == "reg" else max(float(mult[-1]), float(a.sum(axis=1).max()))
-        Y = a.copy()
-        Y[ar, y] = np.maximum(cap - a.sum(axis=1), 0.0)
-        if kind == "reg":
-            best = hinge_reg_gap(op, X, Y, geo, lam=par)
-        else:
-            best = hinge_con_gap(op, X, Y, geo, eta=par)
+        X, Y, a, slack = pricing.master_point(master, kind, par)
+        best = _full_gap(op, geo, kind, par, X, Y)
         record(best, rnd, X)
         if best.rel_gap <= tol:
             return X, Y, best, rnd + 1, True
         if deadline is not None and time.perf_counter() > deadline:
             break
-        # pricing (T^T a = T^T Y: the true-class entry of a row of Y drops out of T^T)
-        V = op.T_adjoint(a)[:-1]
-        gdn = geo.group_dual_norms(V).ravel()
-        order = np.argsort(-gdn)
-        n_add = max(8, len(atoms))
-        new = []
-        Vg = geo.to_groups(V)
-        for gid in order:
-            if gdn[gid] <= 1.0 + 1e-9 or len(new) >= n_add:
-                break
-            i1, i2 = divmod(int(gid), geo.shape[2])
-            js, ks, slots = _atom_entries(geo, gid)
-            v = Vg[i1, slots, i2]
-            # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G
-            sig = -v / np.sqrt(v @ v) if geo.name == "l12" else -np.sign(v)
-            key = (int(gid), sig.tobytes())
-            if key in keys:
-                continue
-            keys.add(key)
-            Pj = Phi[:, js].toarray() if sp.issparse(Phi) else Phi[:, js]
-            Sa = np.zeros((K, L))
-            np.add.at(Sa, ks, sig[:, None] * Pj.T)
-            Sa = Sa.T
-            new.append((Sa - Sa[ar, y][:, None])[ll, kk])
-            atoms.append((int(gid), slots, sig))
+        new = pricing.price(a)
         if not new:
             if kind == "con" and slack > 0:
                 if master.big >= SLACK_COST_MAX:
@@ -895,6 +958,80 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
             break
         master.add(new)
     return X, Y, best, rnd + 1, False
+
+
+class _Pricing:
+    """The atoms of the column generation: the primal-dual point of a master
+    solution, and the pricing of new atoms against the full dual.
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+    geo : GroupGeometry
+    ll, kk : int ndarray (L(K-1),)
+        The (sample, class) pairs of the master's rows (``kk != y[ll]``).
+
+    Attributes
+    ----------
+    atoms : list of (gid, slots, sigma)
+        The generated atoms, in the order of the master's columns.
+    """
+
+    def __init__(self, op, geo, ll, kk):
+        self.op, self.geo, self.ll, self.kk = op, geo, ll, kk
+        self.ar = np.arange(op.n_samples)
+        self.atoms = []
+        self.keys = set()
+
+    def master_point(self, master, kind, par):
+        """Solve the master: ``(X (M+1, K), Y (L, K), a (L, K) the hinge multipliers, slack)``."""
+        geo, op, ll, kk = self.geo, self.op, self.ll, self.kk
+        y, L, K = op.y_idx, op.n_samples, op.n_classes
+        cw, b, mult, slack = master.solve()
+        A = np.zeros(geo.shape)
+        for (gid, slots, sig), cv in zip(self.atoms, cw):
+            if cv != 0.0:
+                i1, i2 = divmod(gid, geo.shape[2])
+                A[i1, slots, i2] += cv * sig
+        X = np.vstack([geo.from_groups(A), b[None, :]])
+        a = np.zeros((L, K))
+        a[ll, kk] = mult[:master.nh]
+        cap = par if kind == "reg" else max(float(mult[-1]), float(a.sum(axis=1).max()))
+        Y = a.copy()
+        Y[self.ar, y] = np.maximum(cap - a.sum(axis=1), 0.0)
+        return X, Y, a, slack
+
+    def price(self, a):
+        """The master columns of the best new atoms of the groups whose dual norm of
+        ``V = T^T a`` exceeds 1 (at most ``max(8, n_atoms)``); appended to :attr:`atoms`."""
+        geo, op, ar, ll, kk = self.geo, self.op, self.ar, self.ll, self.kk
+        Phi, y, K, L = op.Phi, op.y_idx, op.n_classes, op.n_samples
+        # T^T a = T^T Y: the true-class entry of a row of Y drops out of T^T
+        V = op.T_adjoint(a)[:-1]
+        gdn = geo.group_dual_norms(V).ravel()
+        order = np.argsort(-gdn)
+        n_add = max(8, len(self.atoms))
+        new = []
+        Vg = geo.to_groups(V)
+        for gid in order:
+            if gdn[gid] <= 1.0 + 1e-9 or len(new) >= n_add:
+                break
+            i1, i2 = divmod(int(gid), geo.shape[2])
+            js, ks, slots = _atom_entries(geo, gid)
+            v = Vg[i1, slots, i2]
+            # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G
+            sig = -v / np.sqrt(v @ v) if geo.name == "l12" else -np.sign(v)
+            key = (int(gid), sig.tobytes())
+            if key in self.keys:
+                continue
+            self.keys.add(key)
+            Pj = Phi[:, js].toarray() if sp.issparse(Phi) else Phi[:, js]
+            Sa = np.zeros((K, L))
+            np.add.at(Sa, ks, sig[:, None] * Pj.T)
+            Sa = Sa.T
+            new.append((Sa - Sa[ar, y][:, None])[ll, kk])
+            self.atoms.append((int(gid), slots, sig))
+        return new
 
 
 # ---------------------------------------------------------------------------
@@ -944,8 +1081,44 @@ def _l2_dual_qp(op, kind, par, regularization=1e-12, time_limit=None):
     # (objective divided by s: 1/2 u^T (s H) u - sum(u) [+ eta nu / s])
     dmax = float(np.max(np.diag(H))) if n else 0.0
     s = 1.0 / dmax if dmax > 0 else 1.0
-    H = s * H
     con = kind == "con"
+    h = _highs_dual_qp(s * H, L, K, ll, kk, zl, par / s if not con else None, par if con else None,
+                       regularization, time_limit)
+    h.run()
+    if h.getModelStatus() != _highspy.HighsModelStatus.kOptimal:
+        return None
+    x = s * np.maximum(np.asarray(h.getSolution().col_value), 0.0)
+    a = np.zeros((L, K))
+    a[ll, kk] = x[:n]
+    cap = max(float(x[n]), float(a.sum(axis=1).max())) if con else par
+    Y = a
+    Y[np.arange(L), y] = np.maximum(cap - a.sum(axis=1), 0.0)
+    return Y
+
+
+def _highs_dual_qp(H, L, K, ll, kk, zl, row_cap, eta, regularization, time_limit):
+    """The HiGHS model of :func:`_l2_dual_qp` (scaled), not yet run.
+
+    Parameters
+    ----------
+    H : ndarray (n, n)
+        The scaled Hessian, n = L(K-1) variables ``a[ll, kk]``.
+    L, K : int
+    ll, kk, zl : int ndarray (n,)
+        Sample, class and the sample's true class of each variable.
+    row_cap : float or None
+        hinge-reg: the (scaled) bound ``lambda / s`` on each row sum; None for hinge-con.
+    eta : float or None
+        hinge-con: the cost of the extra variable nu (then rows ``sum_k a[l, k] - nu <= 0``).
+    regularization, time_limit
+        As in :func:`_l2_dual_qp`.
+
+    Returns
+    -------
+    Highs
+    """
+    n = len(ll)
+    con = eta is not None
     nv = n + (1 if con else 0)
     inf = _highspy.kHighsInf
     h = _HighsClass()
@@ -957,7 +1130,7 @@ def _l2_dual_qp(op, kind, par, regularization=1e-12, time_limit=None):
     h.setOptionValue("qp_regularization_value", float(regularization))
     if time_limit is not None:
         h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
-    cost = np.concatenate([-np.ones(n), [par] if con else []])
+    cost = np.concatenate([-np.ones(n), [eta] if con else []])
     h.addCols(nv, cost, np.zeros(nv), np.full(nv, inf), 0, np.zeros(nv, dtype=np.int32),
               np.zeros(0, dtype=np.int32), np.zeros(0))
     # rows: L row sums, then K-1 bias balances
@@ -977,7 +1150,7 @@ def _l2_dual_qp(op, kind, par, regularization=1e-12, time_limit=None):
     A = sp.csr_matrix((np.concatenate(A_vals), (np.concatenate(A_rows), np.concatenate(A_cols))),
                       shape=(L + K - 1, nv))
     lo = np.concatenate([np.full(L, -inf), np.zeros(K - 1)])
-    up = np.concatenate([np.full(L, 0.0 if con else par / s), np.zeros(K - 1)])
+    up = np.concatenate([np.full(L, 0.0 if con else row_cap), np.zeros(K - 1)])
     h.addRows(L + K - 1, lo, up, A.nnz, A.indptr[:-1].astype(np.int32),
               A.indices.astype(np.int32), A.data.astype(float))
     Hl = sp.csc_matrix(np.tril(H))
@@ -987,16 +1160,7 @@ def _l2_dual_qp(op, kind, par, regularization=1e-12, time_limit=None):
     Hl.sort_indices()
     h.passHessian(nv, Hl.nnz, _highspy.HessianFormat.kTriangular, Hl.indptr.astype(np.int32),
                   Hl.indices.astype(np.int32), Hl.data.astype(float))
-    h.run()
-    if h.getModelStatus() != _highspy.HighsModelStatus.kOptimal:
-        return None
-    x = s * np.maximum(np.asarray(h.getSolution().col_value), 0.0)
-    a = np.zeros((L, K))
-    a[ll, kk] = x[:n]
-    cap = max(float(x[n]), float(a.sum(axis=1).max())) if con else par
-    Y = a
-    Y[np.arange(L), y] = np.maximum(cap - a.sum(axis=1), 0.0)
-    return Y
+    return h
 
 
 def _best_biases(op, W):
