@@ -36,6 +36,7 @@ See :data:`DEFAULT_STEP_RATIO` for how its default was chosen.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -335,7 +336,7 @@ class Stopper:
 # --------------------------------------------------------------------------- #
 # the loop
 # --------------------------------------------------------------------------- #
-class DualStep:
+class DualStep(ABC):
     """The part of a primal-dual method that differs: its dual update.
 
     A subclass sets :attr:`method` and :attr:`weight` (``"lam"`` or ``"eta"``)
@@ -363,9 +364,9 @@ class DualStep:
     def prepare(self, size):
         """Compile or load a kernel for ``size`` parameters (before the clock starts)."""
 
+    @abstractmethod
     def step_norm(self):
         """``nrm`` of the step sizes (``tau * sigma * nrm**2 = 1``); on the clock."""
-        raise NotImplementedError
 
     def start(self, tau, sigma):
         """Keep the step sizes and allocate the method's own iterates."""
@@ -375,6 +376,7 @@ class DualStep:
         """Whether ``X = 0`` solves the problem outright (no iteration)."""
         return False
 
+    @abstractmethod
     def __call__(self, X, Xn, Y, TX, rel):
         """One dual update.
 
@@ -392,7 +394,6 @@ class DualStep:
         Yn, TXn : ndarray of shape (L, K)
         rel : float
         """
-        raise NotImplementedError
 
     def objective(self, X, TX):
         """The reported objective: ``g(X)`` (regularised forms add ``lam * loss``)."""
