@@ -123,15 +123,18 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         :data:`sparsesvm.solvers.DEFAULT_STEP_RATIO` (chosen by measurement,
         see there).
     solver : str
-        Solver family: ``"paper"`` (the algorithms of the paper) or one added
-        with :func:`register_solver` (``"accelerated"`` when available).
+        Solver family (:mod:`sparsesvm.solvers.registry`): ``"paper"`` (the
+        algorithms of the paper and the baselines), ``"liblinear"`` (the l2
+        peer, for ``method="hinge-reg", penalty="l2"``: its bias is
+        regularised), ``"accelerated"`` (when available) or one added with
+        :func:`register_solver`.
     stopping : {"auto", "rel_change", "gap"}
         Stopping rule at ``tol``: ``"rel_change"`` is the paper's relative
         change of the iterates (which does not measure accuracy, see the
         spec's pitfalls); ``"gap"`` is the certified relative duality gap
         (exact-hinge methods only; :mod:`sparsesvm.model.certificates`). ``"auto"``
         = the solver family's first rule: ``"rel_change"`` for ``"paper"``,
-        ``"gap"`` for ``"accelerated"``.
+        ``"gap"`` for ``"accelerated"``, ``"liblinear"`` (its own rule) for ``"liblinear"``.
     trace : bool or int
         Record the convergence trace every iteration (True) or every
         ``trace`` iterations.
