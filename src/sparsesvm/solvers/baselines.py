@@ -279,7 +279,7 @@ def logit(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference
     Returns
     -------
     SolverResult
-        ``rel_gap``: the certified relative gap of the returned point.
+        As :func:`square`'s.
 
     Notes
     -----
