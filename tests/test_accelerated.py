@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 import cvx_reference as cr
+from sparsesvm.solvers.accelerated import colgen, highs
 from sparsesvm.solvers.accelerated import hinge as acc
 from sparsesvm.estimators import SparseSVC
 
@@ -95,7 +96,7 @@ def test_l2_without_qp_falls_back_to_pdhg(random_problem, monkeypatch):
     assert r.converged and r.n_iter > 1
     assert r.objective == pytest.approx(ref.objective, rel=2e-6)
     # no incremental HiGHS: "auto" takes the coordinate descent, "qp" is refused
-    monkeypatch.setattr(acc, "_highspy", None)
+    monkeypatch.setattr(highs, "highspy", None)
     r = acc.hinge_reg(Phi, y, K, "l2", lam=2.0, tol=1e-6, max_iter=300000)
     assert r.converged and r.settings["inner"] == "dcd"
     with pytest.raises(ValueError, match="HiGHS"):
@@ -181,7 +182,7 @@ def test_bad_input_raises(random_problem):
 def test_linprog_fallback_gives_the_same_optimum(random_problem, monkeypatch):
     Phi, y, K = random_problem(seed=8, L=15, M=12)
     r1 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
-    monkeypatch.setattr(acc, "_highspy", None)  # no incremental HiGHS: scipy.optimize.linprog
+    monkeypatch.setattr(highs, "highspy", None)  # no incremental HiGHS: scipy.optimize.linprog
     r2 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
     assert r1.converged and r2.converged
     assert r2.objective == pytest.approx(r1.objective, rel=1e-8)
@@ -208,13 +209,13 @@ def test_sparsesvc_accelerated_matches_cvx(random_problem):
 
 def test_elastic_slack_of_hinge_con_is_priced_out(random_problem, monkeypatch):
     # a tiny slack penalty forces the master to raise it (phase-1 logic)
-    class SmallBig(acc._Master):
+    class SmallBig(colgen._Master):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs, big=1e-2)
 
     Phi, y, K = random_problem(seed=12, L=15, M=10)
     ref = acc.hinge_con(Phi, y, K, "l1", eta=3.0, tol=1e-9)
-    monkeypatch.setattr(acc, "_Master", SmallBig)
+    monkeypatch.setattr(colgen, "_Master", SmallBig)
     r = acc.hinge_con(Phi, y, K, "l1", eta=3.0, tol=1e-9)
     assert r.converged
     assert r.objective == pytest.approx(ref.objective, rel=1e-8)

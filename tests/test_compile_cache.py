@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from conftest import make_random_problem
 
-from sparsesvm.solvers import paper as solvers
+from sparsesvm import solvers
+from sparsesvm.solvers import baselines
 from sparsesvm.solvers import _kernels
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import make_penalty
@@ -141,7 +142,7 @@ def test_fit_time_includes_the_step_size_norm(monkeypatch, method):
 def test_ova_fit_time_includes_the_step_size_norm(monkeypatch):
     Phi, y, K = _problem()
     pen = make_penalty("l1", None, Phi.shape[1], K)
-    monkeypatch.setattr(solvers, "_augmented_norm", _slow(solvers._augmented_norm))
+    monkeypatch.setattr(baselines, "_augmented_norm", _slow(baselines._augmented_norm))
     res = solvers.ova(Phi, y, K, pen, 2.0, max_iter=3)
     assert res.n_iter == 3 and res.fit_time >= PAUSE
 

@@ -184,3 +184,33 @@ def test_registered_family_serves_estimator_and_job(blob_features):
         del core.SOLVERS["counting"]
     with pytest.raises(ValueError, match="unknown solver 'counting'"):
         core.check_params("hinge-reg", "l1", 1.0, 1e-3, 20, 100.0, "counting", "auto", False)
+
+
+def test_liblinear_peer_is_registered(blob_features):
+    """The l2 peer dispatches through the registry: core.fit with solver="liblinear" is
+    CrammerSingerSVC's fit; other penalties and unknown pairs are refused by name."""
+    from sparsesvm import CrammerSingerSVC
+
+    _, X_tr, y_tr, _, _ = blob_features
+    params = core.check_params("hinge-reg", "l2", 0.5, 1e-4, 1000, 100.0, "liblinear", "auto", False)
+    assert params.stopping == "liblinear"
+    fit = core.fit(params, X_tr, y_tr)
+    est = CrammerSingerSVC(alpha=0.5, tol=1e-4, max_iter=1000).fit(X_tr, y_tr)
+    np.testing.assert_array_equal(fit.coef, est.coef_)
+    np.testing.assert_array_equal(fit.intercept, est.intercept_)
+    assert (fit.n_iter, fit.objective) == (est.n_iter_, est.objective_)
+    params = core.check_params("hinge-reg", "l1", 0.5, 1e-4, 1000, 100.0, "liblinear", "auto", False)
+    with pytest.raises(ValueError, match="l2 penalty only"):
+        core.fit(params, X_tr, y_tr)
+    with pytest.raises(ValueError, match=r"solver 'liblinear' does not support method 'square'; "
+                                         r"it supports \('hinge-reg',\)"):
+        core.check_params("square", "l2", 0.5, 1e-4, 1000, 100.0, "liblinear", "auto", False)
+
+
+@pytest.mark.parametrize("method,expect", [("hinge-reg", ("lam", 4.0)), ("square", ("lam", 4.0)),
+                                           ("logit", ("lam", 4.0)), ("ova", ("lam", 4.0)),
+                                           ("hinge-con", ("eta", 2.5)), ("hinge-lin", ("eta", 2.5))])
+def test_model_parameters(method, expect):
+    from sparsesvm.solvers.registry import model_parameters
+
+    assert model_parameters(method, 0.25, 10) == expect

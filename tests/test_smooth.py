@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import cvx_reference as cr
 from conftest import make_random_problem
 from sparsesvm import SparseSVC
-from sparsesvm.solvers import paper as S
+from sparsesvm import solvers as S
 from sparsesvm.model.certificates import smooth_gap
 from sparsesvm.model.penalties import make_penalty
 from sparsesvm.model.operator import MulticlassOperator

@@ -3,32 +3,37 @@
 A training job of the experiments (:func:`sparsesvm.experiments.runner.run_job`)
 and :class:`sparsesvm.SparseSVC` fit through the same code: parameter checks
 (:func:`check_params`, :func:`check_groups`), label encoding
-(:func:`encode_labels`), building the operator and the penalty, dispatch to a
-solver family of :data:`SOLVERS` (:func:`fit`), and the scores of a linear
-model (:func:`decision_scores`). This module imports numpy and the solvers
+(:func:`encode_labels`), building the operator and the penalty, dispatch through the
+method registry (:mod:`sparsesvm.solvers.registry`: ``(method, solver)`` ->
+fit function, re-exported here as :data:`SOLVERS`, :func:`register_solver`,
+:func:`solver_family`) in :func:`fit`, and the scores of a linear model
+(:func:`decision_scores`). This module imports numpy and the solvers
 (scipy.sparse only where they do: see :mod:`sparsesvm._sparse`), never
 scikit-learn, whose import costs about 2 s (more than many E2 fits), so that a
 training job of the paper's methods starts quickly; :mod:`sparsesvm.estimators`
 adds the scikit-learn layer (``validate_data``, ``n_features_in_``, tags).
-
-Solver families are looked up in :data:`SOLVERS`; another module adds one with
-:func:`register_solver`. Optional families (:data:`OPTIONAL_SOLVERS`: the
-``"accelerated"`` solver, whose module imports ``scipy.optimize``) are imported
-only when asked for by name, or to list every family in an error message.
 """
 
 from __future__ import annotations
 
-import importlib
 import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import solvers as _solvers
 from ._sparse import issparse
 from .model.operator import MAX_NORM, MulticlassOperator
-from .model.penalties import make_penalty
+from .model.penalties import check_groups, make_penalty
+from .solvers.registry import (
+    EXACT_HINGE,
+    METHODS,
+    OPTIONAL_SOLVERS,
+    PENALTIES,
+    SOLVERS,
+    lookup,
+    register_solver,
+    solver_family,
+)
 
 __all__ = [
     "METHODS",
@@ -46,126 +51,6 @@ __all__ = [
     "fit",
     "decision_scores",
 ]
-
-METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
-#: methods with the exact hinge loss: they can stop on a certified duality gap
-EXACT_HINGE = ("hinge-reg", "hinge-con", "hinge-lin")
-PENALTIES = ("l2", "l1", "l12", "l1inf")
-
-
-# --------------------------------------------------------------------------- #
-# solver table
-# --------------------------------------------------------------------------- #
-def _paper(method):
-    """Adapter ``(op, penalty, alpha, **options) -> SolverResult`` for the paper's solvers."""
-
-    def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
-        lam = 1.0 / alpha
-        eta = alpha * op.n_samples
-        common = dict(tol=tol, max_iter=max_iter, trace=trace, reference=reference,
-                      stopping=stopping)
-        pd = dict(step_ratio=step_ratio, **common)
-        if method == "hinge-reg":
-            return _solvers.hinge_reg(op, penalty, lam, **pd)
-        if method == "hinge-con":
-            return _solvers.hinge_con(op, penalty, eta, **pd)
-        if method == "hinge-lin":
-            return _solvers.hinge_lin(op, penalty, eta, **pd)
-        if method == "square":
-            return _solvers.square(op, penalty, lam, **common)
-        if method == "logit":
-            return _solvers.logit(op, penalty, lam, **common)
-        return _solvers.ova(op.Phi, op.y_idx, op.n_classes, penalty, lam, **common)
-
-    return run
-
-
-#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...)}``;
-#: ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference,
-#: stopping) -> SolverResult`` with ``op`` a :class:`MulticlassOperator`
-#: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
-#: data), ``lambda = 1/alpha`` and ``eta = alpha * n_samples``.
-SOLVERS = {
-    "paper": {"methods": {m: _paper(m) for m in METHODS}, "stopping": ("rel_change", "gap")},
-}
-
-#: Optional families: ``{name: (module, ...)}``; the modules register the family's
-#: methods when imported, in order (one may be missing, or fail to import: its
-#: methods are then unknown). ``"accelerated"``: the exact-hinge methods
-#: (:mod:`sparsesvm.solvers.accelerated.hinge`) and the smooth baselines (:mod:`sparsesvm.solvers.accelerated.smooth`).
-OPTIONAL_SOLVERS = {"accelerated": ("sparsesvm.solvers.accelerated.hinge", "sparsesvm.solvers.accelerated.smooth")}
-
-
-def register_solver(name, methods, stopping):
-    """Add a solver family usable as ``SparseSVC(solver=name)``, or add methods to it.
-
-    Parameters
-    ----------
-    name : str
-    methods : dict
-        ``{method: run}`` for the methods it supports (see :data:`SOLVERS`);
-        when the family exists, these are added to (or replace) its methods.
-    stopping : tuple of str
-        Stopping rules it accepts (the family's rules when it exists must be
-        the same).
-
-    Raises
-    ------
-    ValueError
-        Adding to a family with other stopping rules.
-    """
-    stopping = tuple(stopping)
-    if name in SOLVERS:
-        if SOLVERS[name]["stopping"] != stopping:
-            raise ValueError(f"solver family {name!r} has stopping rules {SOLVERS[name]['stopping']}, "
-                             f"cannot add methods with {stopping}")
-        SOLVERS[name]["methods"].update(methods)
-        return
-    SOLVERS[name] = {"methods": dict(methods), "stopping": stopping}
-
-
-_LOADED = set()
-
-
-def _load_optional(name):
-    modules = OPTIONAL_SOLVERS.get(name, ())
-    if isinstance(modules, str):
-        modules = (modules,)
-    for module in modules:
-        if module in _LOADED:
-            continue
-        _LOADED.add(module)
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-
-
-def solver_family(name):
-    """The entry ``SOLVERS[name]``, importing an optional family on first use.
-
-    Parameters
-    ----------
-    name : str
-
-    Returns
-    -------
-    dict
-        ``{"methods": {method: run}, "stopping": (rules...)}``.
-
-    Raises
-    ------
-    ValueError
-        If no family of that name exists (the message lists every family,
-        the optional ones that import included).
-    """
-    if isinstance(name, str):
-        _load_optional(name)
-    if not isinstance(name, str) or name not in SOLVERS:
-        for other in OPTIONAL_SOLVERS:
-            _load_optional(other)
-        raise ValueError(f"unknown solver {name!r}; expected one of {tuple(SOLVERS)}")
-    return SOLVERS[name]
 
 
 # --------------------------------------------------------------------------- #
@@ -194,48 +79,6 @@ def _check_trace(trace):
     raise ValueError(f"trace must be a bool or a positive int (record every n iterations), got {trace!r}")
 
 
-def check_groups(penalty, groups, n_features, method):
-    """Check the ``groups`` argument against the penalty and the method.
-
-    Parameters
-    ----------
-    penalty : {"l2", "l1", "l12", "l1inf"}
-    groups : None, int or "features"
-    n_features : int or None
-        M; ``None`` skips the check ``groups <= M`` (before the data are read).
-    method : str
-
-    Returns
-    -------
-    None, int or "features"
-
-    Raises
-    ------
-    ValueError
-        groups given to l2/l1; missing for l12/l1inf; of the wrong type;
-        outside ``1..n_features``; ``"features"`` with ``method="ova"``.
-    """
-    if penalty in ("l2", "l1"):
-        if groups is not None:
-            raise ValueError(f"penalty {penalty!r} takes groups=None, got groups={groups!r}")
-        return None
-    if groups is None:
-        raise ValueError(f"penalty {penalty!r} needs groups: an int block size or 'features'")
-    if isinstance(groups, str):
-        if groups != "features":
-            raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
-        if method == "ova":
-            raise ValueError("method 'ova' cannot use across-class groups (groups='features'): "
-                             "one-vs-all solves each class separately")
-        return groups
-    if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, numbers.Integral):
-        raise ValueError(f"groups must be None, a positive int or 'features', got {groups!r}")
-    if groups <= 0 or (n_features is not None and groups > n_features):
-        bound = "" if n_features is None else f"={n_features}"
-        raise ValueError(f"group size must be in 1..n_features{bound}, got groups={groups}")
-    return int(groups)
-
-
 @dataclass(frozen=True)
 class FitParams:
     """Checked parameters of a fit (see :func:`check_params`).
@@ -251,7 +94,7 @@ class FitParams:
         The rule used (``"auto"`` resolved to the family's first rule).
     trace : bool or int
     run : callable
-        ``SOLVERS[solver]["methods"][method]``.
+        The fit function of ``(method, solver)`` (:func:`sparsesvm.solvers.registry.lookup`).
     """
 
     method: str
@@ -279,7 +122,8 @@ def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stop
     max_iter : int >= 1
     step_ratio : float > 0
     solver : str
-        A family of :data:`SOLVERS` (optional families imported on demand).
+        A family of :data:`SOLVERS` (optional families imported on demand) that
+        fits ``method`` (:func:`sparsesvm.solvers.registry.lookup`).
     stopping : str
         ``"auto"`` or one of the family's rules.
     trace : bool or int >= 1
@@ -301,17 +145,13 @@ def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stop
     tol = _check_positive_real(tol, "tol", allow_zero=True)
     max_iter = _check_max_iter(max_iter)
     step_ratio = _check_positive_real(step_ratio, "step_ratio")
-    family = solver_family(solver)
-    if method not in family["methods"]:
-        raise ValueError(f"solver {solver!r} does not support method {method!r}; "
-                         f"it supports {tuple(family['methods'])}")
-    rule = family["stopping"][0] if stopping == "auto" else stopping
-    if rule not in family["stopping"]:
+    run, rules = lookup(method, solver)
+    rule = rules[0] if stopping == "auto" else stopping
+    if rule not in rules:
         raise ValueError(f"unknown stopping {stopping!r} for solver {solver!r}; "
-                         f"expected 'auto' or one of {family['stopping']}")
+                         f"expected 'auto' or one of {rules}")
     trace = _check_trace(trace)
-    return FitParams(method, penalty, alpha, tol, max_iter, step_ratio, solver, rule, trace,
-                     family["methods"][method])
+    return FitParams(method, penalty, alpha, tol, max_iter, step_ratio, solver, rule, trace, run)
 
 
 def check_label_types(y, owner="SparseSVC"):

@@ -3,17 +3,18 @@
 ``SparseSVC`` composes a method (data term + problem form), a penalty and a
 solver family, in the manner of skglm's (datafit, penalty, solver) estimators.
 Its fit core (parameter checks, label encoding, operator and penalty, solver
-dispatch through :data:`SOLVERS`) lives in :mod:`sparsesvm.core`, which does
+dispatch through the registry :data:`SOLVERS`, :mod:`sparsesvm.solvers.registry`)
+lives in :mod:`sparsesvm.core`, which does
 not import scikit-learn, so that a training job of the experiments can use it
 without the ~2 s import; this module adds the scikit-learn layer (input
 validation, ``n_features_in_``, tags). Solver families are looked up in
 :data:`SOLVERS`; another module can add one with :func:`register_solver`
-(both re-exported from :mod:`sparsesvm.core`).
+(both re-exported from :mod:`sparsesvm.core`). ``CrammerSingerSVC`` wraps
+the liblinear peer, :func:`sparsesvm.solvers.baselines.liblinear_cs`
+(also registered as ``solver="liblinear"`` for hinge-reg with l2).
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -23,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import core as _core
 from . import solvers as _solvers
 from .core import EXACT_HINGE, METHODS, PENALTIES, SOLVERS, register_solver
+from .solvers.baselines import liblinear_cs
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -121,15 +123,18 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         :data:`sparsesvm.solvers.DEFAULT_STEP_RATIO` (chosen by measurement,
         see there).
     solver : str
-        Solver family: ``"paper"`` (the algorithms of the paper) or one added
-        with :func:`register_solver` (``"accelerated"`` when available).
+        Solver family (:mod:`sparsesvm.solvers.registry`): ``"paper"`` (the
+        algorithms of the paper and the baselines), ``"liblinear"`` (the l2
+        peer, for ``method="hinge-reg", penalty="l2"``: its bias is
+        regularised), ``"accelerated"`` (when available) or one added with
+        :func:`register_solver`.
     stopping : {"auto", "rel_change", "gap"}
         Stopping rule at ``tol``: ``"rel_change"`` is the paper's relative
         change of the iterates (which does not measure accuracy, see the
         spec's pitfalls); ``"gap"`` is the certified relative duality gap
         (exact-hinge methods only; :mod:`sparsesvm.model.certificates`). ``"auto"``
         = the solver family's first rule: ``"rel_change"`` for ``"paper"``,
-        ``"gap"`` for ``"accelerated"``.
+        ``"gap"`` for ``"accelerated"``, ``"liblinear"`` (its own rule) for ``"liblinear"``.
     trace : bool or int
         Record the convergence trace every iteration (True) or every
         ``trace`` iterations.
@@ -278,11 +283,6 @@ class CrammerSingerSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        import warnings
-
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.svm import LinearSVC
-
         alpha = _core._check_positive_real(self.alpha, "alpha")
         tol = _core._check_positive_real(self.tol, "tol")
         max_iter = _core._check_max_iter(self.max_iter)
@@ -291,31 +291,13 @@ class CrammerSingerSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         _core.check_label_types(y, "CrammerSingerSVC")
         check_classification_targets(y)
         self.classes_, y_idx = _core.encode_labels(y, "CrammerSingerSVC")
-        K = self.classes_.size
-        svc = LinearSVC(multi_class="crammer_singer", C=1.0 / alpha, tol=tol, max_iter=max_iter,
-                        random_state=0)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            svc.fit(X, y_idx)
-        self.fit_time_ = time.perf_counter() - t0
-        if K == 2:
-            d = svc.coef_.ravel()
-            db = float(svc.intercept_[0])
-            self.coef_ = np.vstack([-0.5 * d, 0.5 * d])
-            self.intercept_ = np.array([-0.5 * db, 0.5 * db])
-        else:
-            self.coef_ = np.array(svc.coef_, dtype=np.float64)
-            self.intercept_ = np.array(svc.intercept_, dtype=np.float64)
-        self.n_iter_ = int(svc.n_iter_)
-        self.converged_ = bool(self.n_iter_ < max_iter)
-        S = _core.decision_scores(X, self.coef_, self.intercept_)
-        L = S.shape[0]
-        st = S[np.arange(L), y_idx]
-        S[np.arange(L), y_idx] = -np.inf
-        loss = float(np.maximum(0.0, 1.0 + S.max(axis=1) - st).sum())
-        self.objective_ = float(0.5 * (np.sum(self.coef_ ** 2) + np.sum(self.intercept_ ** 2))
-                                + loss / alpha)
+        res = liblinear_cs(X, y_idx, self.classes_.size, alpha, tol=tol, max_iter=max_iter)
+        self.coef_ = np.ascontiguousarray(res.X[:-1].T)
+        self.intercept_ = np.array(res.X[-1], dtype=np.float64)
+        self.n_iter_ = res.n_iter
+        self.converged_ = res.converged
+        self.objective_ = res.objective
+        self.fit_time_ = res.fit_time
         self.constraint_violation_ = 0.0
         self.trace_ = None
         return self

@@ -7,7 +7,7 @@ ten passes over the (M + 1, K) parameter array (the shifted point, the group
 transpose in and out, abs, sums, maxima, candidate masks, the clip, two inner
 products). Here it is one pass: each group is shifted, thresholded and
 written while it sits in cache, and the two inner products of the stopping
-measure (:class:`sparsesvm.solvers._RelChange`) are accumulated on the way.
+measure (:class:`sparsesvm.solvers._loop.RelChange`) are accumulated on the way.
 
 The kernels compute exactly the proximity operators of
 :mod:`sparsesvm.model.penalties` (tests compare them with those, which are checked

@@ -137,12 +137,24 @@ def _sweep_csr_py(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, ch
 
 def _compile(numba):
     """numba versions of the two sweeps (explicit loops, no temporaries)."""
-    proj = numba.njit(cache=True, nogil=True)(_simplex_project)
+    jit = numba.njit(cache=True, nogil=True)
+    return _compile_sweeps(jit, *_compile_steps(jit))
 
-    @numba.njit(cache=True, nogil=True)
-    def block(Y, l, z, s, h, lam, t, ynew, d, c):
+
+def _compile_steps(jit):
+    """The compiled per-sample parts of a sweep: ``(init_scores, block)``."""
+    proj = jit(_simplex_project)
+
+    @jit
+    def init_scores(s, bb, rho, c):
+        """``s = bb - rho c`` (K,), in place: the scores before the sample's features."""
+        for k in range(s.shape[0]):
+            s[k] = bb[k] - rho * c[k]
+
+    @jit
+    def block(Y, l, z, s, h, lam, t, ynew, d, c, changed):
         """Exact step on sample l from its scores s (K,) and curvature h: Y[l], c
-        updated in place, the change in d; returns max |d|."""
+        updated in place, the change in d, ``changed[l]`` set; returns max |d|."""
         K = Y.shape[1]
         s[z] -= 1.0
         for k in range(K):
@@ -157,31 +169,32 @@ def _compile(numba):
             for k in range(K):
                 Y[l, k] = ynew[k]
                 c[k] += d[k]
+        changed[l] = 1 if m > 0.0 else 0
         return m
 
-    @numba.njit(cache=True, nogil=True)
+    return init_scores, block
+
+
+def _compile_sweeps(jit, init_scores, block):
+    """The compiled dense and CSR sweeps (see :func:`_sweep_dense_py`)."""
+
+    @jit
     def sweep_dense(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
         M = Phi.shape[1]
         K = Y.shape[1]
-        s = np.empty(K)
-        t = np.empty(K)
-        ynew = np.empty(K)
-        d = np.empty(K)
+        s, t, ynew, d = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
         big = 0.0
         for l in order:
-            for k in range(K):
-                s[k] = bb[k] - rho * c[k]
+            init_scores(s, bb, rho, c)
             for j in range(M):
                 p = Phi[l, j]
                 if p != 0.0:
                     for k in range(K):
                         s[k] -= p * V[j, k]
-            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c)
-            changed[l] = 1 if m > 0.0 else 0
+            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c, changed)
             if m == 0.0:
                 continue
-            if m > big:
-                big = m
+            big = m if m > big else big
             for j in range(M):
                 p = Phi[l, j]
                 if p != 0.0:
@@ -189,28 +202,22 @@ def _compile(numba):
                         V[j, k] += p * d[k]
         return big
 
-    @numba.njit(cache=True, nogil=True)
+    @jit
     def sweep_csr(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
         K = Y.shape[1]
-        s = np.empty(K)
-        t = np.empty(K)
-        ynew = np.empty(K)
-        d = np.empty(K)
+        s, t, ynew, d = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
         big = 0.0
         for l in order:
-            for k in range(K):
-                s[k] = bb[k] - rho * c[k]
+            init_scores(s, bb, rho, c)
             for i in range(indptr[l], indptr[l + 1]):
                 j = indices[i]
                 p = data[i]
                 for k in range(K):
                     s[k] -= p * V[j, k]
-            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c)
-            changed[l] = 1 if m > 0.0 else 0
+            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c, changed)
             if m == 0.0:
                 continue
-            if m > big:
-                big = m
+            big = m if m > big else big
             for i in range(indptr[l], indptr[l + 1]):
                 j = indices[i]
                 p = data[i]

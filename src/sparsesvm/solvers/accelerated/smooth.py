@@ -53,6 +53,7 @@ import numpy as np
 from ..._sparse import issparse
 from ...model.certificates import SMOOTH_METHODS, smooth_gap_scores
 from ...model.penalties import make_penalty
+from ..registry import model_parameters, register_solver
 
 __all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON"]
 
@@ -373,6 +374,208 @@ def _anderson(xs):
     return c @ X[1:]
 
 
+class _SmoothTrace:
+    """The history of :func:`solve` (see its ``trace`` parameter), filled at each full gap check.
+
+    Parameters
+    ----------
+    trace : bool
+    reference : ndarray (M+1, K) or None
+    X : ndarray (M+1, K)
+        The starting point (the first ``rel_change`` is measured from it).
+    """
+
+    def __init__(self, trace, reference, X):
+        self.on = trace
+        self.tr = {"iteration": [], "time": [], "objective": [], "rel_gap": [], "rel_change": []}
+        self.ref = None
+        if reference is not None:
+            self.ref = np.asarray(reference, dtype=float)
+            self.tr["rel_dist"] = []
+        self.X_last = X.copy()
+
+    def add(self, epochs, t, full, X, W, mu, first_point=False):
+        """Record a check at ``epochs`` with certificate ``full``; ``X`` is in the centred
+        parametrisation (``mu`` the feature means, or None). ``first_point``: the
+        Newton solution of the l2 kernel path (``rel_change`` NaN)."""
+        tr = self.tr
+        tr["iteration"].append(epochs)
+        tr["time"].append(t)
+        tr["objective"].append(full.primal)
+        tr["rel_gap"].append(full.rel_gap)
+        Xo = X.copy()
+        if mu is not None:
+            Xo[-1] -= mu @ W
+        if first_point:
+            tr["rel_change"].append(np.nan)
+        else:
+            nx = np.linalg.norm(Xo)
+            tr["rel_change"].append(float(np.linalg.norm(Xo - self.X_last) / nx) if nx > 0 else np.inf)
+            self.X_last = Xo
+        if self.ref is not None:
+            tr["rel_dist"].append(float(np.linalg.norm(Xo - self.ref) / np.linalg.norm(self.ref)))
+
+    def result(self):
+        return {k: np.asarray(v) for k, v in self.tr.items()} if self.on else None
+
+
+class _CoordinateDescent:
+    """Working-set coordinate descent on ``g(W) + lam * loss(Phi W + b)`` (the state of :func:`solve`).
+
+    Parameters
+    ----------
+    method : {"square", "logit", "ova"}
+    Phi : ndarray (L, M) or CSR
+        Centred features (dense) or the features (sparse).
+    y : int ndarray (L,)
+    geo : Penalty
+    lam : float
+    units : _Units
+    X : ndarray (M+1, K)
+        The iterate, updated in place (``W``, ``b`` are its views).
+
+    Attributes
+    ----------
+    S, Gs : ndarray (L, K)
+        The scores ``Phi W + b`` and their loss gradient.
+    """
+
+    def __init__(self, method, Phi, y, geo, lam, units, X):
+        L = Phi.shape[0]
+        K = X.shape[1]
+        self.method, self.Phi, self.y, self.geo, self.lam, self.units = method, Phi, y, geo, lam, units
+        self.Ypm = -np.ones((L, K))
+        self.Ypm[np.arange(L), y] = 1.0
+        c = _curvature(method, K)
+        self.lip = lam * c * units.norm2
+        self.lip_b = lam * c * L
+        self.W, self.b = X[:-1], X[-1]
+
+    def start(self):
+        self.S = np.asarray(self.Phi @ self.W) + self.b
+        self.refresh()
+
+    def refresh(self):
+        self.Gs = _score_grad(self.method, self.S, self.y, self.Ypm)
+
+    def loss(self, S):
+        return _loss(self.method, S, self.y, self.Ypm)
+
+    def bias_step(self):
+        d = -(self.lam / self.lip_b) * self.Gs.sum(axis=0)
+        self.b[...] += d
+        self.S += d
+        self.refresh()
+
+    def working_set(self, ws_size):
+        """The units to descend on (all for l2, else the violators, at most ``ws_size``) and the next size."""
+        geo, units = self.geo, self.units
+        if geo.name == "l2":
+            return np.arange(units.n), ws_size
+        V = self.lam * np.asarray(self.Phi.T @ self.Gs)
+        score = geo.group_dual_norms(V).reshape(units.n, -1).max(axis=1)
+        nz = np.abs(geo.to_groups(self.W)).reshape(units.n, -1).max(axis=1) > 0
+        score[nz] = np.inf
+        n_nz = int(nz.sum())
+        ws_size = min(units.n, max(MIN_WS, 2 * n_nz, ws_size))
+        order = np.argsort(-score, kind="stable")[:ws_size]
+        keep = order[(score[order] > 1.0)]
+        ws = np.sort(keep)
+        if ws.size < ws_size:   # no more violators than that: grow the set next time
+            return ws, max(MIN_WS, ws.size)
+        return ws, min(units.n, 2 * ws_size)
+
+    def epoch(self, ws):
+        """One proximal coordinate pass over the units ``ws``."""
+        units, W, lam, method, y, Ypm = self.units, self.W, self.lam, self.method, self.y, self.Ypm
+        for u in ws:
+            idx, P = units.cols(u)
+            a, e = units.starts[u], units.stops[u]
+            Wu = W[a:e]
+            step = 1.0 / self.lip[u]
+            grad = P.T @ self.Gs[idx]
+            new = units.unit_geo(e - a).weight_prox(Wu - (step * lam) * grad, step)
+            d = new - Wu
+            if np.any(d):
+                W[a:e] = new
+                dS = P @ d
+                if units.sparse:
+                    self.S[idx] += dS
+                    self.Gs[idx] = _score_grad(method, self.S[idx], y[idx], Ypm[idx])
+                else:
+                    self.S += dS
+                    self.refresh()
+
+    def anderson(self, hist, rows, Phi_ws, sub_geo):
+        """Anderson extrapolation of the last iterates on ``rows`` (kept if it lowers the objective)."""
+        K = self.W.shape[1]
+        xa = _anderson(hist)
+        if xa is None:
+            return
+        Wa = xa[:-K].reshape(rows.size, K)
+        ba = xa[-K:]
+        Sa = np.asarray(Phi_ws @ Wa) + ba
+        cur = sub_geo.weight_value(self.W[rows]) + self.lam * self.loss(self.S)
+        new_obj = sub_geo.weight_value(Wa) + self.lam * self.loss(Sa)
+        if new_obj < cur:
+            self.W[rows] = Wa
+            self.b[:] = ba
+            self.S = Sa
+            self.refresh()
+
+    def l1_newton(self, cur):
+        """Active-set Newton on the current support (l1), kept if it lowers the objective ``cur``."""
+        W, b = self.W, self.b
+        Wk, bk = W.copy(), b.copy()
+        Sn = _l1_newton(self.method, self.Phi, self.y, self.Ypm, self.lam, W, b, self.S)
+        new = float(np.abs(W).sum()) + self.lam * self.loss(Sn)
+        if new < cur:
+            self.S = Sn
+            self.refresh()
+        else:
+            W[:] = Wk
+            b[:] = bk
+
+    def biases_done(self, epochs):
+        """Whether the biases-only subproblem is solved (or 200 epochs passed)."""
+        Gs = self.Gs
+        gb = np.abs(Gs.sum(axis=0)).max()
+        return gb <= 1e-9 * max(np.abs(Gs).sum(axis=0).max(), 1e-300) or epochs % 200 == 0
+
+    def subproblem(self, ws, inner_tol, epochs, max_iter, deadline):
+        """Descend on the working set ``ws`` until its own gap is below ``inner_tol``
+        (or it stalls, or the caps); returns the epochs done in all."""
+        rows = self.units.rows(ws)
+        sub_geo = self.units.sub_geo(rows) if rows.size else None
+        Phi_ws = self.Phi[:, rows] if rows.size else None
+        hist = []
+        sub_best = (np.inf, epochs)
+        while epochs < max_iter:
+            epochs += 1
+            self.epoch(ws)
+            self.bias_step()
+            if not rows.size:   # biases only: their optimality is the whole subproblem
+                if self.biases_done(epochs):
+                    break
+                continue
+            hist.append(np.concatenate([self.W[rows].ravel(), self.b]))
+            if epochs % ANDERSON:
+                continue
+            if len(hist) >= ANDERSON:
+                self.anderson(hist[-ANDERSON:], rows, Phi_ws, sub_geo)
+                hist = []
+            sub = smooth_gap_scores(self.method, Phi_ws, self.y, self.S, self.W[rows], sub_geo, self.lam)
+            if sub.rel_gap < 0.5 * sub_best[0]:
+                sub_best = (sub.rel_gap, epochs)
+            if epochs - sub_best[1] > STALL_EPOCHS:
+                break
+            if sub.rel_gap <= inner_tol or time.perf_counter() > deadline:
+                break
+            if self.geo.name == "l1" and epochs % (4 * ANDERSON) == 0:
+                self.l1_newton(sub.primal)
+        return epochs
+
+
 def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
           max_time=None, trace=False, reference=None, X0=None):
     """Minimise a smooth baseline to a certified relative duality gap ``tol``.
@@ -417,8 +620,6 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
     L, M = Phi.shape
     K = int(n_classes)
     y = np.asarray(y_idx)
-    Ypm = -np.ones((L, K))
-    Ypm[np.arange(L), y] = 1.0
     # free biases: centring the features is an exact reparametrisation
     # (Phi W + 1 b^T = (Phi - 1 mu^T) W + 1 (b + W^T mu)^T) that removes the
     # features' common component, collinear with the bias (raw expression
@@ -428,174 +629,57 @@ def solve(method, Phi, y_idx, n_classes, geo, lam, *, tol=1e-6, max_iter=100000,
     if not issparse(Phi):
         mu = Phi.mean(axis=0)
         Phi = Phi - mu
-    units = _Units(Phi, geo)
-    c = _curvature(method, K)
-    lip = lam * c * units.norm2
-    lip_b = lam * c * L
     X = np.zeros((M + 1, K)) if X0 is None else np.array(X0, dtype=float)
-    W, b = X[:-1], X[-1]
+    cd = _CoordinateDescent(method, Phi, y, geo, lam, _Units(Phi, geo), X)
     if mu is not None:
-        b += mu @ W
-    S = np.asarray(Phi @ W) + b
-    Gs = _score_grad(method, S, y, Ypm)
-    tr = {"iteration": [], "time": [], "objective": [], "rel_gap": [], "rel_change": []}
-    if reference is not None:
-        ref = np.asarray(reference, dtype=float)
-        tr["rel_dist"] = []
-    clock = 0.0
+        cd.b += mu @ cd.W
+    cd.start()
+    rec = _SmoothTrace(trace, reference, X)
+    deadline = np.inf if max_time is None else t0 + max_time
+    if geo.name == "l2" and L * K <= KERNEL_MAX and X0 is None:
+        Wn, bn, cd.S, epochs, full = _l2_kernel_newton(method, Phi, y, cd.Ypm, geo, lam, tol,
+                                                       max_iter, deadline)
+        cd.W[:] = Wn
+        cd.b[:] = bn
+        n_outer = epochs
+        if rec.on:
+            rec.add(epochs, time.perf_counter() - t0, full, X, cd.W, mu, first_point=True)
+    else:  # no coordinate descent after the kernel path
+        epochs, n_outer, full = _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0)
+    if mu is not None:
+        cd.b -= mu @ cd.W
+    clock = time.perf_counter() - t0
+    return SmoothResult(X, epochs, bool(full.rel_gap <= tol), full.primal, full.dual,
+                        float(full.rel_gap), clock, n_outer, rec.result())
+
+
+def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
+    """Full certificate, working set, subproblem, until the full gap meets ``tol`` (or the
+    caps, or no progress for :data:`STALL_EPOCHS` epochs): ``(epochs, rounds, last certificate)``."""
     epochs = 0
     n_outer = 0
     ws_size = MIN_WS
-    X_last = X.copy()
-    full = None
-    deadline = np.inf if max_time is None else t0 + max_time
-    kernel_done = False
-    if geo.name == "l2" and L * K <= KERNEL_MAX and X0 is None:
-        Wn, bn, S, epochs, full = _l2_kernel_newton(method, Phi, y, Ypm, geo, lam, tol, max_iter,
-                                                    deadline)
-        W[:] = Wn
-        b[:] = bn
-        n_outer = epochs
-        if trace:
-            tr["iteration"].append(epochs)
-            tr["time"].append(time.perf_counter() - t0)
-            tr["objective"].append(full.primal)
-            tr["rel_gap"].append(full.rel_gap)
-            tr["rel_change"].append(np.nan)
-            if reference is not None:
-                Xo = X.copy()
-                Xo[-1] -= mu @ W if mu is not None else 0.0
-                tr["rel_dist"].append(float(np.linalg.norm(Xo - ref) / np.linalg.norm(ref)))
-        kernel_done = True   # no coordinate descent
-
-    def bias_step():
-        nonlocal S, Gs
-        d = -(lam / lip_b) * Gs.sum(axis=0)
-        b[...] += d
-        S += d
-        Gs = _score_grad(method, S, y, Ypm)
-
     best = (np.inf, 0)
-    while not kernel_done:
-        # -- full certificate and working-set scores ----------------------
-        full = smooth_gap_scores(method, Phi, y, S, W, geo, lam)
+    while True:
+        full = smooth_gap_scores(cd.method, cd.Phi, cd.y, cd.S, cd.W, cd.geo, cd.lam)
         n_outer += 1
-        if trace:
-            tm = time.perf_counter() - t0
-            tr["iteration"].append(epochs)
-            tr["time"].append(tm)
-            tr["objective"].append(full.primal)
-            tr["rel_gap"].append(full.rel_gap)
-            Xo = X.copy()
-            if mu is not None:
-                Xo[-1] -= mu @ W
-            nx = np.linalg.norm(Xo)
-            tr["rel_change"].append(float(np.linalg.norm(Xo - X_last) / nx) if nx > 0 else np.inf)
-            if reference is not None:
-                tr["rel_dist"].append(float(np.linalg.norm(Xo - ref) / np.linalg.norm(ref)))
-            X_last = Xo
+        if rec.on:
+            rec.add(epochs, time.perf_counter() - t0, full, X, cd.W, mu)
         if full.rel_gap < 0.5 * best[0]:
             best = (full.rel_gap, epochs)
         stalled = epochs - best[1] > STALL_EPOCHS
         if (full.rel_gap <= tol or epochs >= max_iter or stalled
                 or time.perf_counter() > deadline):
-            break
-        if geo.name == "l2":
-            ws = np.arange(units.n)
-        else:
-            V = lam * np.asarray(Phi.T @ Gs)
-            score = geo.group_dual_norms(V).reshape(units.n, -1).max(axis=1)
-            nz = np.abs(geo.to_groups(W)).reshape(units.n, -1).max(axis=1) > 0
-            score[nz] = np.inf
-            n_nz = int(nz.sum())
-            ws_size = min(units.n, max(MIN_WS, 2 * n_nz, ws_size))
-            order = np.argsort(-score, kind="stable")[:ws_size]
-            keep = order[(score[order] > 1.0)]
-            ws = np.sort(keep)
-            if ws.size < ws_size:   # no more violators than that: grow the set next time
-                ws_size = max(MIN_WS, ws.size)
-            else:
-                ws_size = min(units.n, 2 * ws_size)
-        rows = units.rows(ws)
-        sub_geo = units.sub_geo(rows) if rows.size else None
-        Phi_ws = Phi[:, rows] if rows.size else None
+            return epochs, n_outer, full
+        ws, ws_size = cd.working_set(ws_size)
         inner_tol = max(INNER_RATIO * full.rel_gap, 0.5 * tol)
-        hist = []
-        sub_best = (np.inf, epochs)
-        while epochs < max_iter:
-            epochs += 1
-            for u in ws:
-                idx, P = units.cols(u)
-                a, e = units.starts[u], units.stops[u]
-                Wu = W[a:e]
-                step = 1.0 / lip[u]
-                grad = P.T @ Gs[idx]
-                new = units.unit_geo(e - a).weight_prox(Wu - (step * lam) * grad, step)
-                d = new - Wu
-                if np.any(d):
-                    W[a:e] = new
-                    dS = P @ d
-                    if units.sparse:
-                        S[idx] += dS
-                        Gs[idx] = _score_grad(method, S[idx], y[idx], Ypm[idx])
-                    else:
-                        S += dS
-                        Gs = _score_grad(method, S, y, Ypm)
-            bias_step()
-            if rows.size:
-                hist.append(np.concatenate([W[rows].ravel(), b]))
-            if epochs % ANDERSON and rows.size:
-                continue
-            if len(hist) >= ANDERSON and rows.size:
-                xa = _anderson(hist[-ANDERSON:])
-                hist = []
-                if xa is not None:
-                    Wa = xa[:-K].reshape(rows.size, K)
-                    ba = xa[-K:]
-                    Sa = np.asarray(Phi_ws @ Wa) + ba
-                    cur = sub_geo.weight_value(W[rows]) + lam * _loss(method, S, y, Ypm)
-                    new_obj = sub_geo.weight_value(Wa) + lam * _loss(method, Sa, y, Ypm)
-                    if new_obj < cur:
-                        W[rows] = Wa
-                        b[:] = ba
-                        S = Sa
-                        Gs = _score_grad(method, S, y, Ypm)
-            if not rows.size:   # biases only: their optimality is the whole subproblem
-                gb = np.abs(Gs.sum(axis=0)).max()
-                if gb <= 1e-9 * max(np.abs(Gs).sum(axis=0).max(), 1e-300) or epochs % 200 == 0:
-                    break
-                continue
-            sub = smooth_gap_scores(method, Phi_ws, y, S, W[rows], sub_geo, lam)
-            if sub.rel_gap < 0.5 * sub_best[0]:
-                sub_best = (sub.rel_gap, epochs)
-            if epochs - sub_best[1] > STALL_EPOCHS:
-                break
-            if sub.rel_gap <= inner_tol or time.perf_counter() > deadline:
-                break
-            if geo.name == "l1" and epochs % (4 * ANDERSON) == 0:
-                # active-set Newton on the current support (kept if it lowers P)
-                Wk, bk = W.copy(), b.copy()
-                cur = sub.primal
-                Sn = _l1_newton(method, Phi, y, Ypm, lam, W, b, S)
-                new = float(np.abs(W).sum()) + lam * _loss(method, Sn, y, Ypm)
-                if new < cur:
-                    S = Sn
-                    Gs = _score_grad(method, S, y, Ypm)
-                else:
-                    W[:] = Wk
-                    b[:] = bk
-    if mu is not None:
-        b -= mu @ W
-    clock = time.perf_counter() - t0
-    return SmoothResult(X, epochs, bool(full.rel_gap <= tol), full.primal, full.dual,
-                        float(full.rel_gap), clock, n_outer,
-                        {k: np.asarray(v) for k, v in tr.items()} if trace else None)
+        epochs = cd.subproblem(ws, inner_tol, epochs, max_iter, deadline)
 
 
 # ---------------------------------------------------------------------------
 # plug into SparseSVC(solver="accelerated", stopping="gap")
 def _estimator_adapter(method):
-    """``run(op, penalty, alpha, **)`` -> solvers.SolverResult for core.SOLVERS."""
+    """``run(op, penalty, alpha, **)`` -> SolverResult for :data:`sparsesvm.solvers.registry.SOLVERS`."""
 
     def run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
         from ...solvers import SolverResult
@@ -603,7 +687,8 @@ def _estimator_adapter(method):
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
         geo = make_penalty(penalty.name, penalty.groups, op.n_features, op.n_classes)
-        r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, 1.0 / alpha, tol=tol,
+        _, lam = model_parameters(method, alpha, op.n_samples)
+        r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, lam, tol=tol,
                   max_iter=max_iter, trace=bool(trace), reference=reference)
         tr = None
         if trace:
@@ -617,10 +702,4 @@ def _estimator_adapter(method):
     return run
 
 
-def _register():
-    from ...core import register_solver
-
-    register_solver("accelerated", {m: _estimator_adapter(m) for m in SMOOTH_METHODS}, ("gap",))
-
-
-_register()
+register_solver("accelerated", {m: _estimator_adapter(m) for m in SMOOTH_METHODS}, ("gap",))

@@ -1,0 +1,285 @@
+"""The column-generation engine of ``solver="accelerated"`` (``inner="cg"``; l1, l12, l1inf).
+
+The penalty is the atomic norm of group atoms (sign vectors on one group for
+l1 and l1inf, unit l2 vectors on one group for l12); :class:`_Master` is the
+restricted master LP over the generated atoms (HiGHS, warm-started), and
+:class:`_Pricing` turns its solution into a primal-dual point and prices new
+atoms against the full dual ``T^T Y``; :func:`_column_generation` alternates
+them until the certified gap of the full problem meets the tolerance.
+"""
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from . import highs
+from ...model.certificates import hinge_con_gap, hinge_reg_gap
+
+__all__ = ["_Master", "_Pricing", "_column_generation", "SLACK_COST_START", "SLACK_COST_MAX"]
+
+#: first cost of the elastic slack of the hinge-con master (it is multiplied by 10
+#: while the slack stays in use with no atom left to price, up to SLACK_COST_MAX)
+SLACK_COST_START = 1.0
+SLACK_COST_MAX = 1e12
+
+
+def _atom_entries(geo, gid):
+    """(j, k) index arrays of the entries of group gid (padding dropped) and their slots."""
+    n1, s, n2 = geo.group_shape
+    i1, i2 = divmod(int(gid), n2)
+    flat = i1 * s * n2 + np.arange(s) * n2 + i2
+    j, k = np.divmod(flat, geo.n_classes)
+    keep = j < geo.n_features
+    return j[keep], k[keep], np.flatnonzero(keep)
+
+
+class _Master:
+    """Restricted master LP of the column generation (min over b, xi, atoms c >= 0).
+
+    Rows: S_atoms + b_k - b_{z_l} - xi_l <= -1 for every (l, k != z_l); for
+    hinge-con also sum_l xi_l - s <= eta with an elastic slack s >= 0 of
+    cost ``big`` (an exact penalty once big exceeds the constraint's optimal
+    multiplier: W = 0 is infeasible for eta < L). ``big`` starts at
+    :data:`SLACK_COST_START` and is raised by the column generation only
+    when pricing finds no atom while the slack is still used: HiGHS'
+    tolerances are absolute, so a slack cost orders of magnitude above the
+    atoms' unit cost makes the simplex misjudge the problem (with 1e6 it
+    reported the bounded master of load_digits, hinge-con l1, as
+    unbounded). Uses highspy incrementally (warm-started primal simplex)
+    when it is installed, scipy's linprog (HiGHS, rebuilt each time)
+    otherwise.
+    """
+
+    def __init__(self, L, K, y, ll, kk, kind, par, big=None):
+        big = SLACK_COST_START if big is None else big
+        self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
+        self.nh = len(ll)
+        nh = self.nh
+        # base columns: b (K), xi (L), [s]
+        rows = [np.arange(nh), np.arange(nh), np.arange(nh)]
+        cols = [kk, y[ll], K + ll]
+        vals = [np.ones(nh), -np.ones(nh), -np.ones(nh)]
+        self.nbase = K + L + (1 if kind == "con" else 0)
+        self.cost = np.concatenate([np.zeros(K), np.full(L, self.par if kind == "reg" else 0.0)])
+        self.lb = np.concatenate([np.full(K, -np.inf), np.zeros(L)])
+        nrow = nh
+        self.rub = -np.ones(nh)
+        if kind == "con":
+            rows += [np.full(L, nh), np.array([nh])]
+            cols += [K + np.arange(L), np.array([K + L])]
+            vals += [np.ones(L), -np.ones(1)]
+            self.cost = np.append(self.cost, self.big)
+            self.lb = np.append(self.lb, 0.0)
+            nrow += 1
+            self.rub = np.append(self.rub, self.par)
+        self.nrow = nrow
+        self.base = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                  shape=(nrow, self.nbase))
+        self.atom_cols = []
+        self.h = None
+        if highs.highspy is not None:
+            h = highs.Highs()
+            h.setOptionValue("output_flag", False)
+            h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+            h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+            h.setOptionValue("threads", 1)
+            h.setOptionValue("presolve", "off")
+            h.setOptionValue("solver", "simplex")
+            h.setOptionValue("simplex_strategy", 4)  # primal simplex: warm start after adding columns
+            inf = highs.highspy.kHighsInf
+            B = self.base
+            h.addCols(self.nbase, self.cost, np.where(np.isinf(self.lb), -inf, self.lb),
+                      np.full(self.nbase, inf), 0, np.zeros(self.nbase, dtype=np.int32),
+                      np.zeros(0, dtype=np.int32), np.zeros(0))
+            Br = B.tocsr()
+            h.addRows(nrow, np.full(nrow, -inf), self.rub, Br.nnz, Br.indptr[:-1].astype(np.int32),
+                      Br.indices.astype(np.int32), Br.data.astype(float))
+            self.h = h
+
+    def raise_big(self, factor=10.0):
+        """Multiply the cost of the elastic slack of hinge-con by ``factor``."""
+        self.big *= factor
+        self.cost[-1] = self.big
+        if self.h is not None:
+            self.h.changeColCost(self.nbase - 1, self.big)
+
+    def add(self, cols):
+        """Append atom columns (list of (nh,) arrays, hinge rows only)."""
+        if not cols:
+            return
+        self.atom_cols.extend(cols)
+        if self.h is not None:
+            C = sp.csc_matrix(np.column_stack(cols))
+            if C.shape[0] < self.nrow:
+                C = sp.vstack([C, sp.csc_matrix((self.nrow - C.shape[0], C.shape[1]))], format="csc")
+            C.sort_indices()
+            n = C.shape[1]
+            self.h.addCols(n, np.ones(n), np.zeros(n), np.full(n, highs.highspy.kHighsInf), C.nnz,
+                           C.indptr[:-1].astype(np.int32), C.indices.astype(np.int32),
+                           C.data.astype(float))
+
+    def _solve_linprog(self):
+        na = len(self.atom_cols)
+        C = np.column_stack(self.atom_cols) if na else np.zeros((self.nh, 0))
+        if C.shape[0] < self.nrow:
+            C = np.vstack([C, np.zeros((self.nrow - C.shape[0], na))])
+        A = sp.hstack([self.base, sp.csc_matrix(C)], format="csr")
+        c = np.concatenate([self.cost, np.ones(na)])
+        lb = np.concatenate([self.lb, np.zeros(na)])
+        bounds = [(None if np.isinf(v) else v, None) for v in lb]
+        res = linprog(c, A_ub=A, b_ub=self.rub, bounds=bounds, method="highs",
+                      options={"primal_feasibility_tolerance": 1e-10,
+                               "dual_feasibility_tolerance": 1e-10})
+        if res.status != 0 or res.x is None:
+            raise RuntimeError(f"master LP failed: {res.message}")
+        return res.x, -np.asarray(res.ineqlin.marginals)
+
+    def _solve_incremental(self):
+        """Warm-started primal simplex; on numerical trouble a cold dual simplex."""
+        opt = highs.highspy.HighsModelStatus.kOptimal
+        self.h.run()
+        if self.h.getModelStatus() != opt:
+            self.h.clearSolver()
+            self.h.setOptionValue("simplex_strategy", 1)
+            self.h.run()
+            self.h.setOptionValue("simplex_strategy", 4)
+            if self.h.getModelStatus() != opt:
+                return None
+        sol = self.h.getSolution()
+        return np.asarray(sol.col_value), -np.asarray(sol.row_dual)
+
+    def solve(self):
+        """Returns (atom weights c, b, row multipliers >= 0, slack s)."""
+        K, L = self.K, self.L
+        out = self._solve_incremental() if self.h is not None else None
+        if out is None:  # no incremental HiGHS, or it failed twice: rebuild with linprog
+            out = self._solve_linprog()
+        x, mult = out
+        slack = float(x[K + L]) if self.kind == "con" else 0.0
+        return x[self.nbase:], x[:K].copy(), np.maximum(mult, 0.0), slack
+
+
+def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record):
+    """Solve hinge-reg / hinge-con for l1, l1inf and l12 by column generation.
+
+    The penalty is the atomic norm of group atoms: sign vectors on one group
+    for l1 / l1inf, unit l2 vectors on one group for l12. The restricted
+    master LP over the generated atoms is solved exactly (HiGHS simplex,
+    warm-started); pricing uses the full dual V = T^T Y: the best atom of
+    group g is -sign(V_g) (l1, l1inf) or -V_g / ||V_g||_2 (l12), with reduced
+    cost 1 - (dual norm of V_g). Stops when the certified gap of the full
+    problem is <= tol (for l12 the master only approximates the ball from
+    inside, so the gap closes in the limit, not in finitely many rounds).
+
+    Returns (X (M+1, K), Y (L, K), last GapResult, rounds, converged).
+    """
+    Phi, y, K = op.Phi, op.y_idx, op.n_classes
+    L, M = Phi.shape
+    ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
+    pricing = _Pricing(op, geo, ll, kk)
+    master = _Master(L, K, y, ll, kk, kind, par)
+    best = None
+    X = np.zeros((M + 1, K))
+    Y = np.zeros((L, K))
+    rnd = 0
+    for rnd in range(max_rounds):
+        X, Y, a, slack = pricing.master_point(master, kind, par)
+        if kind == "reg":
+            best = hinge_reg_gap(op, X, Y, geo, lam=par)
+        else:
+            best = hinge_con_gap(op, X, Y, geo, eta=par)
+        record(best, rnd, X)
+        if best.rel_gap <= tol:
+            return X, Y, best, rnd + 1, True
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        new = pricing.price(a)
+        if not new:
+            if kind == "con" and slack > 0:
+                if master.big >= SLACK_COST_MAX:
+                    raise ValueError(
+                        f"hinge-con: eta = {par:g} cannot be met: the smallest hinge loss "
+                        f"found is {par + slack:g} even with a multiplier of {master.big:g} "
+                        "on the constraint (eta is below the loss that the data allow, e.g. "
+                        "duplicated samples with different labels)")
+                master.raise_big()  # the elastic slack is still used: penalise it more
+                continue
+            break
+        master.add(new)
+    return X, Y, best, rnd + 1, False
+
+
+class _Pricing:
+    """The atoms of the column generation: the primal-dual point of a master
+    solution, and the pricing of new atoms against the full dual.
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+    geo : Penalty
+    ll, kk : int ndarray (L(K-1),)
+        The (sample, class) pairs of the master's rows (``kk != y[ll]``).
+
+    Attributes
+    ----------
+    atoms : list of (gid, slots, sigma)
+        The generated atoms, in the order of the master's columns.
+    """
+
+    def __init__(self, op, geo, ll, kk):
+        self.op, self.geo, self.ll, self.kk = op, geo, ll, kk
+        self.ar = np.arange(op.n_samples)
+        self.atoms = []
+        self.keys = set()
+
+    def master_point(self, master, kind, par):
+        """Solve the master: ``(X (M+1, K), Y (L, K), a (L, K) the hinge multipliers, slack)``."""
+        geo, op, ll, kk = self.geo, self.op, self.ll, self.kk
+        y, L, K = op.y_idx, op.n_samples, op.n_classes
+        cw, b, mult, slack = master.solve()
+        A = np.zeros(geo.group_shape)
+        for (gid, slots, sig), cv in zip(self.atoms, cw):
+            if cv != 0.0:
+                i1, i2 = divmod(gid, geo.group_shape[2])
+                A[i1, slots, i2] += cv * sig
+        X = np.vstack([geo.from_groups(A), b[None, :]])
+        a = np.zeros((L, K))
+        a[ll, kk] = mult[:master.nh]
+        cap = par if kind == "reg" else max(float(mult[-1]), float(a.sum(axis=1).max()))
+        Y = a.copy()
+        Y[self.ar, y] = np.maximum(cap - a.sum(axis=1), 0.0)
+        return X, Y, a, slack
+
+    def price(self, a):
+        """The master columns of the best new atoms of the groups whose dual norm of
+        ``V = T^T a`` exceeds 1 (at most ``max(8, n_atoms)``); appended to :attr:`atoms`."""
+        geo, op, ar, ll, kk = self.geo, self.op, self.ar, self.ll, self.kk
+        Phi, y, K, L = op.Phi, op.y_idx, op.n_classes, op.n_samples
+        # T^T a = T^T Y: the true-class entry of a row of Y drops out of T^T
+        V = op.T_adjoint(a)[:-1]
+        gdn = geo.group_dual_norms(V).ravel()
+        order = np.argsort(-gdn)
+        n_add = max(8, len(self.atoms))
+        new = []
+        Vg = geo.to_groups(V)
+        for gid in order:
+            if gdn[gid] <= 1.0 + 1e-9 or len(new) >= n_add:
+                break
+            i1, i2 = divmod(int(gid), geo.group_shape[2])
+            js, ks, slots = _atom_entries(geo, gid)
+            v = Vg[i1, slots, i2]
+            # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G
+            sig = -v / np.sqrt(v @ v) if geo.name == "l12" else -np.sign(v)
+            key = (int(gid), sig.tobytes())
+            if key in self.keys:
+                continue
+            self.keys.add(key)
+            Pj = Phi[:, js].toarray() if sp.issparse(Phi) else Phi[:, js]
+            Sa = np.zeros((K, L))
+            np.add.at(Sa, ks, sig[:, None] * Pj.T)
+            Sa = Sa.T
+            new.append((Sa - Sa[ar, y][:, None])[ll, kk])
+            self.atoms.append((int(gid), slots, sig))
+        return new

@@ -1,0 +1,212 @@
+"""The restarted PDHG engine of ``solver="accelerated"`` (``inner="pdhg"``).
+
+:class:`_Problem` holds one (possibly restricted) exact-hinge problem with
+its diagonal preconditioning, its preconditioned operator norm, its dual step
+(the row-wise simplex for hinge-reg, :func:`_sublevel_dual_step` for
+hinge-con) and its certificate; :func:`_pdhg` runs Halpern-restarted PDHG with
+reflection and primal-weight updates on it (see the module docstring of
+:mod:`sparsesvm.solvers.accelerated.hinge` for the ingredients).
+"""
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...model.certificates import hinge_con_gap, hinge_reg_gap
+from ...model.projections import _project_simplex
+
+__all__ = ["_Problem", "_pdhg", "_sublevel_dual_step"]
+
+
+def _sublevel_dual_step(U, w, eta):
+    """Dual step of hinge-con: returns D = max(U - t, 0) row-wise.
+
+    With U = V + r, t_l solves sum_k max(U_lk - t_l, 0) = nu * w_l and the
+    common nu >= 0 makes sum_l t_l = eta (t_l = max_k U_lk, D = 0, when the
+    point already satisfies the constraint). V - D is then the projection
+    of V onto {sum_l h_l <= eta} in the metric sum_l ||.||^2 / w_l.
+
+    Parameters
+    ----------
+    U : ndarray (L, K)
+    w : ndarray (L,) or float, > 0
+    eta : float
+
+    Returns
+    -------
+    ndarray (L, K)
+    """
+    L, K = U.shape
+    Us = -np.sort(-U, axis=1)
+    if Us[:, 0].sum() <= eta:
+        return np.zeros_like(U)
+    cs = np.cumsum(Us, axis=1)
+    j = np.arange(1, K + 1, dtype=float)
+    cb = cs - j * Us  # breakpoints c_j (non-decreasing in j), c_1 = 0
+    w = np.broadcast_to(np.asarray(w, dtype=float), (L,))
+    ar = np.arange(L)
+    nu = 0.0
+    tol = 1e-13 * (abs(eta) + np.abs(Us[:, 0]).sum())
+    for _ in range(200):
+        c = nu * w
+        jj = (cb <= c[:, None]).sum(axis=1)  # >= 1
+        t = (cs[ar, jj - 1] - c) / jj
+        F = t.sum() - eta
+        if F <= tol:
+            break
+        dF = -(w / jj).sum()
+        nu_new = nu - F / dF
+        if not nu_new > nu:
+            break
+        nu = nu_new
+    return np.maximum(U - t[:, None], 0.0)
+
+
+class _Problem:
+    """One (possibly restricted) exact-hinge problem and its PDHG machinery.
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+        The operator T of the (restricted) problem, features (L, M).
+    geo : Penalty
+        Geometry of the penalty on the M features of ``op``.
+    kind : {"reg", "con"}
+    par : float
+        lambda (reg) or eta (con).
+    precondition : {"none", "diag"}
+    """
+
+    def __init__(self, op, geo, kind, par, precondition):
+        self.op, self.geo = op, geo
+        self.kind, self.par = kind, float(par)
+        self.L, self.M, self.K = op.n_samples, op.n_features, op.n_classes
+        L, K, y = self.L, self.K, op.y_idx
+        if precondition == "diag":
+            Phi = op.Phi
+            absPhi = abs(Phi) if sp.issparse(Phi) else np.abs(Phi)
+            # Pock-Chambolle (alpha=1) sums of |T|
+            rowsum = 2.0 * (np.asarray(absPhi.sum(axis=1)).ravel() + 1.0)
+            E = np.zeros((L, K))
+            E[np.arange(L), y] = 1.0
+            colW = np.asarray(absPhi.T @ (1.0 - E)) + (K - 1) * np.asarray(absPhi.T @ E)
+            colW = np.maximum(colW, 1e-12)
+            colb = np.maximum((L - E.sum(axis=0)) + (K - 1) * E.sum(axis=0), 1e-12)
+            cg = geo.to_groups(colW)
+            self.dx = 1.0 / cg.max(axis=1, keepdims=True)  # (n1,1,n2)
+            self.db = 1.0 / colb
+            self.dy = 1.0 / rowsum  # (L,)
+        else:
+            self.dx = np.ones(geo.step_shape())
+            self.db = np.ones(K)
+            self.dy = np.ones(L)
+        self.norm = self._precond_norm()
+
+    def _precond_norm(self, n_iter=60, rtol=1e-4):
+        """||D_y^(1/2) T D_x^(1/2)|| by power iteration (times 1.01)."""
+        op = self.op
+        rng = np.random.default_rng(0)
+        dxW = self.geo.from_groups(np.broadcast_to(self.dx, self.geo.group_shape))
+        sx = np.sqrt(np.vstack([dxW, self.db[None, :]]))  # (M+1, K)
+        X = rng.standard_normal((self.M + 1, self.K))
+        est = 0.0
+        for _ in range(n_iter):
+            X /= np.linalg.norm(X)
+            X = sx * op.T_adjoint(self.dy[:, None] * op.T(sx * X))
+            new = np.sqrt(np.linalg.norm(X))
+            if abs(new - est) <= rtol * new:
+                est = new
+                break
+            est = new
+        return est * 1.01
+
+    def dual_step(self, Yhat, sig_rows):
+        """prox of sigma f* at Yhat; sig_rows (L,) per-row step."""
+        if self.kind == "reg":
+            return _project_simplex(Yhat + sig_rows[:, None] * self.op.R, self.par)
+        U = Yhat / sig_rows[:, None] + self.op.R
+        return sig_rows[:, None] * _sublevel_dual_step(U, 1.0 / sig_rows, self.par)
+
+    def certificate(self, X, Y, TX=None):
+        """Certified gap (GapResult) of this problem at (X (M+1, K), Y (L, K))."""
+        if self.kind == "reg":
+            return hinge_reg_gap(self.op, X, Y, self.geo, lam=self.par, TX=TX)
+        return hinge_con_gap(self.op, X, Y, self.geo, eta=self.par, TX=TX)
+
+
+def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None):
+    """Run (Halpern-restarted) PDHG on prob from (X (M+1, K), Y (L, K)).
+
+    Returns (X, Y, omega, n_iter, last GapResult or None, stop reason).
+    The certificate is evaluated every ``opts['check_every']`` iterations on
+    the PDHG output; ``on_check(X, Y, gapresult)`` may return True to stop.
+    """
+    geo, op = prob.geo, prob.op
+    s = 0.99 / prob.norm
+    halpern = opts["restart"] == "halpern"
+    rho = float(opts["reflection"]) if halpern else 0.0
+    check_every = int(opts["check_every"])
+    pw = bool(opts["primal_weight"])
+
+    def steps(om):
+        return (s / om) * prob.dx, (s / om) * prob.db, (s * om) * prob.dy
+
+    def primal_step(X, V):
+        Xn = np.empty_like(X)
+        Xn[:-1] = geo.weight_prox(X[:-1] - geo.from_groups(tx * geo.to_groups(V[:-1])), tx)
+        Xn[-1] = X[-1] - tb * V[-1]
+        return Xn
+
+    tx, tb, sy = steps(omega)
+    TX = op.T(X)
+    X0, Y0, TX0 = X.copy(), Y.copy(), TX.copy()
+    k = 0
+    r_start = r_prev = None
+    total = 0
+    last = None
+    reason = "max_iter"
+    while total < max_iter:
+        Xn = primal_step(X, op.T_adjoint(Y))
+        TXn = op.T(Xn)
+        Yn = prob.dual_step(Y + sy[:, None] * (2.0 * TXn - TX), sy)
+        total += 1
+        k += 1
+        if total % check_every == 0:
+            last = prob.certificate(Xn, Yn, TX=TXn)
+            if last.rel_gap <= tol or (on_check is not None and on_check(Xn, Yn, last)):
+                return Xn, Yn, omega, total, last, "converged"
+            if deadline is not None and time.perf_counter() > deadline:
+                return Xn, Yn, omega, total, last, "time"
+        if not halpern:
+            X, Y, TX = Xn, Yn, TXn
+            continue
+        # fixed-point residual in the PDHG metric
+        dX, dY, dT = Xn - X, Yn - Y, TXn - TX
+        r2 = ((geo.to_groups(dX[:-1]) ** 2) / tx).sum() + (dX[-1] ** 2 / tb).sum() \
+            + ((dY ** 2) / sy[:, None]).sum() - 2.0 * (dY * dT).sum()
+        r = np.sqrt(max(r2, 0.0))
+        if r_start is None:
+            r_start = r
+        restart = (r <= 0.2 * r_start) or (r <= 0.8 * r_start and r_prev is not None and r > r_prev) \
+            or (k >= 0.36 * total and k > 64)
+        r_prev = r
+        if restart:
+            if pw:
+                dx = np.linalg.norm(Xn - X0)
+                dy = np.linalg.norm(Yn - Y0)
+                if dx > 1e-12 and dy > 1e-12:
+                    omega = np.exp(0.5 * np.log(dy / dx) + 0.5 * np.log(omega))
+                    tx, tb, sy = steps(omega)
+            X, Y, TX = Xn, Yn, TXn
+            X0, Y0, TX0 = X.copy(), Y.copy(), TX.copy()
+            k = 0
+            r_start = r_prev = None
+            continue
+        c1 = (k) / (k + 1.0)
+        c0 = 1.0 / (k + 1.0)
+        X = c1 * ((1 + rho) * Xn - rho * X) + c0 * X0
+        Y = c1 * ((1 + rho) * Yn - rho * Y) + c0 * Y0
+        TX = c1 * ((1 + rho) * TXn - rho * TX) + c0 * TX0
+    last = prob.certificate(Xn, Yn, TX=TXn)
+    return Xn, Yn, omega, total, last, reason

@@ -1,0 +1,574 @@
+"""The methods the paper compares against (spec section 4).
+
+``X`` has shape ``(M + 1, K)``: column ``k`` is ``[w_k; b_k]``, the last row
+holds the biases (never penalised). All start from ``X = 0``, work in float64
+and return a :class:`~sparsesvm.solvers._loop.SolverResult` carrying the
+certified relative duality gap of their point (``rel_gap``).
+
+hinge_lin(op, penalty, eta, ...)
+    The constrained hinge problem written with linear constraints (LP-style
+    timing baseline), by the primal-dual loop of
+    :func:`sparsesvm.solvers._loop.primal_dual` on ``(X, zeta) -> T X - zeta``.
+square(op, penalty, lam, ...)
+    Squared multiclass hinge (Blondel et al. 2013) by FISTA.
+logit(op, penalty, lam, ...)
+    Multinomial logistic regression by forward-backward (the paper's), or
+    FISTA with ``scheme="fista"``.
+ova(Phi, y_idx, n_classes, penalty, lam, ...)
+    One-vs-all squared hinge, one FISTA per class (run side by side).
+liblinear_cs(Phi, y_idx, n_classes, alpha, ...)
+    The l2 peer (stand-in for the paper's SVM-struct): scikit-learn's
+    Crammer-Singer ``LinearSVC`` (liblinear), bias regularised.
+
+Stopping rule (by default): ``||X+ - X||_F / ||X+||_F <= tol`` (an iterate
+with ``||X+||_F = 0`` never counts as converged), or ``max_iter`` iterations;
+``stopping="gap"`` stops on the certified gap. Timing: as described in
+:mod:`sparsesvm.solvers._loop`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._sparse import issparse
+from ..model.projections import _project_simplex
+from ._loop import (
+    DEFAULT_STEP_RATIO,
+    GAP_CHECK_EVERY,
+    Clock,
+    SolverResult,
+    Trace,
+    check_common,
+    check_stopping,
+    check_weight,
+    primal_dual,
+    trace_every,
+)
+from ..model.losses import logistic_loss, squared_hinge_loss
+from .paper import ConstrainedDual
+
+__all__ = ["hinge_lin", "SlackDual", "square", "logit", "ova", "liblinear_cs", "SMOOTH_SCHEMES"]
+
+
+# --------------------------------------------------------------------------- #
+# hinge-lin: linear-constraint baseline
+# --------------------------------------------------------------------------- #
+def _project_capped_orthant(m, eta):
+    """Projection of m (L,) onto {c >= 0, sum c <= eta}."""
+    p = np.maximum(m, 0.0)
+    if p.sum() <= eta:
+        return p
+    return _project_simplex(m[None, :], eta)[0]
+
+
+class SlackDual(ConstrainedDual):
+    """hinge-lin's dual update, with the projection of the slacks ``zeta = c 1^T``::
+
+        c+ = P(c + tau * mean_k Y)          (onto {c >= 0, sum c <= eta})
+        Y+ = max(0, Y + sigma (2 T X+ - T X - (2 c+ - c) 1^T) + sigma R)
+    """
+
+    method = "hinge-lin"
+
+    def step_norm(self):
+        return float(np.sqrt(self.op.norm() ** 2 + 1.0))
+
+    def start(self, tau, sigma):
+        super().start(tau, sigma)
+        self.c = np.zeros(self.op.n_samples)
+        self.sR = sigma * self.R
+
+    def __call__(self, X, Xn, Y, TX, rel):
+        c = self.c
+        cn = _project_capped_orthant(c + self.tau * Y.mean(axis=1), self.par)
+        TXn = self.op.T(Xn)
+        TX -= TXn
+        TX -= TXn
+        TX += (2.0 * cn - c)[:, None]
+        TX *= -self.sigma
+        TX += Y
+        TX += self.sR
+        np.maximum(TX, 0.0, out=TX)
+        self.c = cn
+        return TX, TXn, rel
+
+
+def hinge_lin(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT_STEP_RATIO,
+              trace=False, reference=None, stopping="rel_change"):
+    """Constrained problem with linear constraints (LP-style timing baseline).
+
+    Variables X and zeta (L, K) with ``zeta[l, :]`` constant along k,
+    ``zeta >= 0``, ``sum zeta <= K eta`` and ``T X + R - zeta <= 0``;
+    minimise ``g(X)``. Same solution set in X as
+    :func:`sparsesvm.solvers.paper.hinge_con`.
+
+    Parameters
+    ----------
+    op, penalty, eta, tol, max_iter, trace, reference, stopping
+        As in :func:`sparsesvm.solvers.paper.hinge_con`.
+    step_ratio : float > 0
+        ``sigma / tau``; ``tau * sigma * (||T||**2 + 1) = 1``.
+
+    Returns
+    -------
+    SolverResult
+        ``objective = g(X)``, ``constraint_violation = max(0, loss(X) - eta)``
+        (loss = the exact hinge of X, not the slack sum).
+
+    Notes
+    -----
+    FBPD with the operator ``(X, zeta) -> T X - zeta``. zeta has constant rows,
+    so it is stored as ``c`` (L,) with ``zeta = c 1^T``; its projection
+    averages over k and projects the L averages onto ``{c >= 0, sum c <= eta}``::
+
+        X+ = prox_{tau g}(X - tau T^T Y)
+        c+ = P(c + tau * mean_k Y)
+        Y+ = max(0, Y + sigma (2 T X+ - T X - (2 c+ - c) 1^T) + sigma R)
+
+    ``eta >= L`` returns ``X = 0`` at once (see :func:`sparsesvm.solvers.paper.hinge_con`).
+    """
+    check_weight(eta, "eta")
+    return primal_dual(SlackDual(op, penalty, eta), tol=tol, max_iter=max_iter,
+                       step_ratio=step_ratio, trace=trace, reference=reference, stopping=stopping)
+
+
+# --------------------------------------------------------------------------- #
+# FISTA baselines on T: square and logit
+# --------------------------------------------------------------------------- #
+def _grad_square(TV, R):
+    # d/dV of sum max(0, TV + R)^2 is 2 T^T max(0, TV + R) (z_l column is 0)
+    P = TV + R
+    np.maximum(P, 0.0, out=P)
+    P *= 2.0
+    return P
+
+
+def _grad_logit(TV, R):
+    P = TV + R
+    P -= P.max(axis=1, keepdims=True)
+    np.exp(P, out=P)
+    P /= P.sum(axis=1, keepdims=True)
+    return P
+
+
+def _smooth_rel_gap(method, Phi, y_idx, penalty, lam, X, S=None):
+    """Certified relative duality gap of a smooth baseline at X
+    (:func:`sparsesvm.model.certificates.smooth_gap_scores`)."""
+    from ..model.certificates import smooth_gap_scores
+    from ..model.penalties import make_penalty
+
+    geo = make_penalty(penalty.name, penalty.groups, X.shape[0] - 1, X.shape[1])
+    if S is None:
+        S = np.asarray(Phi @ X[:-1]) + X[-1]
+    return float(smooth_gap_scores(method, Phi, y_idx, S, X[:-1], geo, lam).rel_gap)
+
+
+SMOOTH_SCHEMES = ("fista", "fb")
+
+
+def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace, reference,
+             method="square", stopping="rel_change", scheme="fista"):
+    """FISTA with gradient-based adaptive restart (``scheme="fista"``) or plain
+    forward-backward (``scheme="fb"``) on ``g(X) + lam * f(T X)``.
+
+    Step ``1 / (curvature * lam * ||T||**2)`` (the gradient's Lipschitz
+    constant; ``||T||`` on the clock).
+    Each iteration does one ``T`` (at the extrapolated point) and one ``T^T``.
+    ``stopping="gap"``: the certified relative gap of X (``method``'s
+    certificate) ``<= tol``, checked every :data:`GAP_CHECK_EVERY` iterations.
+    """
+    check_common(tol, max_iter)
+    check_stopping(stopping)
+    if scheme not in SMOOTH_SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; expected one of {SMOOTH_SCHEMES}")
+    every = trace_every(trace)
+    R = op.R
+
+    def objective(X):
+        return penalty.value(X) + lam * loss_fn(op.T(X), R)
+
+    clock = Clock()
+    step = 1.0 / (curvature * lam * op.norm() ** 2)
+    X = np.zeros((op.n_features + 1, op.n_classes))
+    V = X.copy()
+    TV = np.zeros_like(R, dtype=np.float64)
+    t = 1.0
+    tr = Trace(every, reference) if every else None
+    converged = False
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        G = op.T_adjoint(dual_fn(TV, R))
+        G *= -step * lam
+        G += V
+        Xn = penalty.prox(G, step, check_input=False)
+        D = Xn - X
+        nrm = np.linalg.norm(Xn)
+        rel = float(np.linalg.norm(D) / nrm) if nrm > 0 else np.inf
+        if scheme == "fista":
+            # adaptive restart (O'Donoghue & Candes): momentum against the step
+            if np.vdot(V - Xn, D) > 0:
+                t = 1.0
+            tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+            D *= (t - 1.0) / tn
+            D += Xn
+            V = D
+            t = tn
+        else:
+            V = Xn
+        X = Xn
+        if stopping == "gap":
+            converged = (it % GAP_CHECK_EVERY == 0
+                         and _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X) <= tol)
+        else:
+            converged = rel <= tol
+        if not converged:
+            TV = op.T(V)
+        if tr is not None and tr.due(it, converged):
+            tr.record(clock, it, rel, X, objective)
+        if converged:
+            break
+    fit_time = clock.stop()
+    return SolverResult(X, it, converged, objective(X), 0.0, fit_time, tr.result() if tr else None,
+                        _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
+
+
+def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None,
+           stopping="rel_change"):
+    """Squared multiclass hinge (Blondel et al. 2013) by FISTA.
+
+    ``minimize_X g(X) + lam * sum_l sum_{k != z_l} max(0, (T X + R)[l, k])**2``.
+
+    Parameters
+    ----------
+    op, penalty, lam, tol, max_iter, trace, reference
+        As in :func:`sparsesvm.solvers.paper.hinge_reg`.
+    stopping : {"rel_change", "gap"}
+        The paper's relative-change rule, or the certified relative duality
+        gap (:func:`sparsesvm.model.certificates.smooth_gap`) ``<= tol``.
+
+    Returns
+    -------
+    SolverResult
+        ``rel_gap``: the certified relative gap of the returned point.
+
+    Notes
+    -----
+    Step ``1 / (2 lam ||T||**2)`` (the gradient's Lipschitz constant); FISTA
+    with gradient-based adaptive restart.
+    """
+    check_weight(lam, "lam")
+    return _fista_T(op, penalty, lam, _grad_square, squared_hinge_loss, 2.0, tol, max_iter,
+                    trace, reference, method="square", stopping=stopping)
+
+
+def logit(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None,
+          stopping="rel_change", scheme="fb"):
+    """Multinomial logistic regression by forward-backward (the paper's) or FISTA.
+
+    ``minimize_X g(X) + lam * sum_l log sum_k exp((T X + R)[l, k])``.
+
+    Parameters
+    ----------
+    op, penalty, lam, tol, max_iter, trace, reference
+        As in :func:`sparsesvm.solvers.paper.hinge_reg`.
+    stopping : {"rel_change", "gap"}
+        As in :func:`square`.
+    scheme : {"fb", "fista"}
+        ``"fb"`` (default): the paper's forward-backward iteration (spec
+        section 4); ``"fista"``: FISTA with gradient-based adaptive restart
+        (this package's solver for logit before issue 13).
+
+    Returns
+    -------
+    SolverResult
+        As :func:`square`'s.
+
+    Notes
+    -----
+    The Hessian of log-sum-exp has norm <= 1/2, so the gradient is Lipschitz
+    with constant ``lam ||T||**2 / 2``; step ``1 / that``.
+    """
+    check_weight(lam, "lam")
+    return _fista_T(op, penalty, lam, _grad_logit, logistic_loss, 0.5, tol, max_iter,
+                    trace, reference, method="logit", stopping=stopping, scheme=scheme)
+
+
+# --------------------------------------------------------------------------- #
+# one-vs-all squared hinge
+# --------------------------------------------------------------------------- #
+def _augmented_norm(Phi, max_iter=200, tol=1e-6):
+    """``||[Phi, 1]||_2`` by power iteration (Phi dense or CSR, float64)."""
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(Phi.shape[1] + 1)
+    v /= np.linalg.norm(v)
+    est = 0.0
+    for _ in range(max_iter):
+        u = Phi @ v[:-1] + v[-1]
+        w = np.empty_like(v)
+        w[:-1] = Phi.T @ u
+        w[-1] = u.sum()
+        new = np.linalg.norm(w)
+        if new == 0:
+            return 0.0
+        v = w / new
+        if abs(new - est) <= tol * new:
+            est = new
+            break
+        est = new
+    return float(np.sqrt(est))
+
+
+class _OneVsAll:
+    """The K one-vs-all squared-hinge problems, sharing the products with ``Phi``.
+
+    Parameters
+    ----------
+    Phi : ndarray (L, M) or CSR
+        Features (converted to float64).
+    y_idx : int ndarray (L,)
+    n_classes : int
+    penalty : Penalty
+        For all K classes.
+    lam : float
+    make_penalty : callable or None
+        ``make_penalty(n_active)``, the penalty for ``n_active`` classes.
+
+    Attributes
+    ----------
+    Phi : float64 ndarray or CSR (L, M)
+    Ypm : ndarray (L, K)
+        ``+1`` on the sample's class, ``-1`` elsewhere.
+    """
+
+    def __init__(self, Phi, y_idx, n_classes, penalty, lam, make_penalty):
+        if issparse(Phi):
+            import scipy.sparse as sp
+
+            Phi = sp.csr_matrix(Phi, dtype=np.float64)
+        else:
+            Phi = np.ascontiguousarray(Phi, dtype=np.float64)
+        L, M = Phi.shape
+        K = int(n_classes)
+        self.Phi, self.y_idx, self.penalty, self.lam = Phi, np.asarray(y_idx), penalty, lam
+        self.Ypm = -np.ones((L, K))
+        self.Ypm[np.arange(L), self.y_idx] = 1.0
+        if make_penalty is None:
+            from ..model.penalties import make_penalty as _mk
+
+            def make_penalty(n):
+                return _mk(penalty.name, penalty.groups, M, n)
+        self.make_penalty = make_penalty
+        self.pens = {K: penalty}
+
+    def residual(self, Xa, Ya):
+        """``max(0, 1 - Ya * (Phi w + b))`` (L, n_active); gradient wrt scores = ``-2 Ya P``."""
+        S = self.Phi @ Xa[:-1] + Xa[-1]
+        S *= Ya
+        P = np.subtract(1.0, S, out=S)
+        np.maximum(P, 0.0, out=P)
+        return P
+
+    def objective(self, X):
+        """``g(X) + lam * sum_k sum_l max(0, 1 - y_l s_lk)**2`` over all K classes."""
+        P = self.residual(X, self.Ypm)
+        return self.penalty.value(X) + self.lam * float(np.vdot(P, P))
+
+    def rel_gap(self, X):
+        return _smooth_rel_gap("ova", self.Phi, self.y_idx, self.penalty, self.lam, X)
+
+    def fista_step(self, X, V, t, active, step):
+        """One FISTA step of the ``active`` classes, in place on X, V (M + 1, K) and t (K,).
+
+        Returns
+        -------
+        rel_cols, nd : ndarray (n_active,)
+            Each class's relative change and ``||X+ - X||`` of its column.
+        """
+        full = active.size == X.shape[1]
+        Va = V if full else V[:, active]
+        Xa = X if full else X[:, active]
+        Ya = self.Ypm if full else self.Ypm[:, active]
+        P = self.residual(Va, Ya)
+        P *= Ya
+        P *= 2.0 * self.lam * step  # step * gradient wrt scores, sign flipped
+        G = np.empty_like(Va)
+        G[:-1] = self.Phi.T @ P
+        G[-1] = P.sum(axis=0)
+        G += Va
+        na = active.size
+        if na not in self.pens:
+            self.pens[na] = self.make_penalty(na)
+        Xn = self.pens[na].prox(G, step)
+        D = Xn - Xa
+        nx = np.linalg.norm(Xn, axis=0)
+        nd = np.linalg.norm(D, axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel_cols = np.where(nx > 0, nd / nx, np.inf)
+        restart = np.einsum("ij,ij->j", Va - Xn, D) > 0
+        ta = t[active]
+        ta[restart] = 1.0
+        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * ta * ta))
+        D *= (ta - 1.0) / tn
+        D += Xn
+        X[:, active] = Xn
+        V[:, active] = D
+        t[active] = tn
+        return rel_cols, nd
+
+
+def _ova_loop(prob, step, tol, max_iter, stopping, clock, tr):
+    """The side-by-side FISTA runs of :func:`ova`: ``(X, n_iter per class, converged per class)``."""
+    M1, K = prob.Phi.shape[1] + 1, prob.Ypm.shape[1]
+    X = np.zeros((M1, K))
+    V = X.copy()
+    t = np.ones(K)
+    active = np.arange(K)
+    n_it = np.zeros(K, dtype=np.int64)
+    conv = np.zeros(K, dtype=bool)
+    for it in range(1, int(max_iter) + 1):
+        rel_cols, nd = prob.fista_step(X, V, t, active, step)
+        n_it[active] = it
+        if stopping == "gap":
+            ok = it % GAP_CHECK_EVERY == 0 and prob.rel_gap(X) <= tol
+            done = np.full(active.size, ok)
+        else:
+            done = rel_cols <= tol
+        conv[active[done]] = True
+        nX = np.linalg.norm(X)
+        rel = float(np.sqrt(np.sum(nd ** 2)) / nX) if nX > 0 else np.inf
+        active = active[~done]
+        last = active.size == 0
+        if tr is not None and tr.due(it, last):
+            tr.record(clock, it, rel, X, prob.objective)
+        if last:
+            break
+    return X, n_it, conv
+
+
+def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False,
+        reference=None, make_penalty=None, stopping="rel_change"):
+    """One-vs-all squared hinge: one FISTA per class, run side by side.
+
+    For each class k: ``minimize_x g_k(x) + lam * sum_l max(0, 1 - y_l s_l)**2``
+    with ``s = Phi w + b`` and ``y_l = +1`` if ``z_l = k`` else ``-1``.
+
+    Parameters
+    ----------
+    Phi : ndarray (L, M) or CSR
+        Features (converted to float64).
+    y_idx : int ndarray (L,)
+        Class indices in ``0..n_classes-1``.
+    n_classes : int
+    penalty : Penalty
+        Column-separable ``g`` (l2, l1, or within-class groups).
+    lam, tol, max_iter, trace, reference
+        As in :func:`sparsesvm.solvers.paper.hinge_reg`; ``tol`` applies to
+        each class separately.
+    make_penalty : callable, optional
+        ``make_penalty(n_active)`` returning the same penalty for ``n_active``
+        classes (used once classes drop out); defaults to
+        ``penalties.make_penalty(penalty.name, penalty.groups, M, n_active)``.
+    stopping : {"rel_change", "gap"}
+        ``"gap"``: all K classes run until the certified relative gap of the
+        whole problem (:func:`sparsesvm.model.certificates.smooth_gap`) is
+        ``<= tol``, checked every :data:`GAP_CHECK_EVERY` iterations.
+
+    Returns
+    -------
+    SolverResult
+        ``n_iter`` = iterations of the slowest class; ``converged`` = every class
+        met the rule; ``objective`` = sum over classes; ``rel_gap``: the
+        certified relative gap of the returned point.
+
+    Notes
+    -----
+    Each class runs its own FISTA (own momentum, own gradient-based restart,
+    own stopping rule); the K runs share the products with ``Phi`` until a
+    class stops, after which it is left out. Step ``1 / (2 lam ||[Phi, 1]||**2)``.
+    """
+    check_weight(lam, "lam")
+    if getattr(penalty, "groups", None) == "features":
+        raise ValueError("ova cannot use across-class groups (groups='features')")
+    check_common(tol, max_iter)
+    check_stopping(stopping)
+    every = trace_every(trace)
+    prob = _OneVsAll(Phi, y_idx, n_classes, penalty, lam, make_penalty)
+    clock = Clock()
+    step = 1.0 / (2.0 * lam * _augmented_norm(prob.Phi) ** 2)
+    tr = Trace(every, reference) if every else None
+    X, n_it, conv = _ova_loop(prob, step, tol, max_iter, stopping, clock, tr)
+    fit_time = clock.stop()
+    return SolverResult(X, int(n_it.max()), bool(conv.all()), prob.objective(X), 0.0, fit_time,
+                        tr.result() if tr else None, prob.rel_gap(X))
+
+
+# --------------------------------------------------------------------------- #
+# the l2 peer: liblinear's Crammer-Singer
+# --------------------------------------------------------------------------- #
+def liblinear_cs(Phi, y_idx, n_classes, alpha, *, tol=1e-3, max_iter=100000):
+    """The l2 peer: scikit-learn's ``LinearSVC(multi_class="crammer_singer", C=1/alpha)`` (liblinear).
+
+    liblinear solves ``1/2 sum_k (||w_k||^2 + b_k^2) + loss / alpha`` (the
+    multiclass hinge of hinge-reg): its bias is a weight on a constant feature
+    and *is* regularised, unlike the paper's free bias. Imports scikit-learn.
+
+    Parameters
+    ----------
+    Phi : float64 ndarray (L, M) or CSR
+    y_idx : int ndarray (L,)
+        Class indices in ``0..n_classes-1``.
+    n_classes : int
+    alpha : float > 0
+        ``C = 1 / alpha`` (the ``lambda`` of hinge-reg,
+        :func:`sparsesvm.solvers.registry.model_parameters`).
+    tol : float > 0
+        liblinear's tolerance.
+    max_iter : int
+        liblinear's iteration cap.
+
+    Returns
+    -------
+    SolverResult
+        ``X`` (M + 1, K) with the biases as last row; ``converged = n_iter <
+        max_iter``; ``objective`` the liblinear objective above, bias term
+        included; ``fit_time`` the seconds of ``LinearSVC.fit`` (its input
+        conversion included); no trace; ``rel_gap`` NaN.
+
+    Notes
+    -----
+    For 2 classes liblinear returns ``d = w_1 - w_0``; the Crammer-Singer
+    optimum is then ``w_1 = -w_0 = d / 2`` (the loss depends on ``d`` only and
+    the regulariser is minimised by the symmetric split), which is returned, so
+    ``X`` always has K columns.
+    """
+    import time
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import LinearSVC
+
+    svc = LinearSVC(multi_class="crammer_singer", C=1.0 / alpha, tol=tol, max_iter=max_iter,
+                    random_state=0)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svc.fit(Phi, y_idx)
+    fit_time = time.perf_counter() - t0
+    if n_classes == 2:
+        d = svc.coef_.ravel()
+        db = float(svc.intercept_[0])
+        coef = np.vstack([-0.5 * d, 0.5 * d])
+        intercept = np.array([-0.5 * db, 0.5 * db])
+    else:
+        coef = np.array(svc.coef_, dtype=np.float64)
+        intercept = np.array(svc.intercept_, dtype=np.float64)
+    n_iter = int(svc.n_iter_)
+    S = np.asarray(Phi @ coef.T)
+    S += intercept
+    L = S.shape[0]
+    st = S[np.arange(L), y_idx]
+    S[np.arange(L), y_idx] = -np.inf
+    loss = float(np.maximum(0.0, 1.0 + S.max(axis=1) - st).sum())
+    objective = float(0.5 * (np.sum(coef ** 2) + np.sum(intercept ** 2)) + loss / alpha)
+    return SolverResult(np.vstack([coef.T, intercept]), n_iter, bool(n_iter < max_iter), objective,
+                        0.0, fit_time, None, float("nan"))
