@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .aggregate import BEST_ALPHA_RULE, METHOD_ORDER, best_alpha, method_label, ordered
+from .aggregate import METHOD_ORDER, best_alpha, method_label, ordered
 
 __all__ = [
     "BANDS",

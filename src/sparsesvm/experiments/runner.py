@@ -28,12 +28,11 @@ import math
 import numbers
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
 from .. import core as _core
-from ..data.datasets import atomic_path
+from .. import _io
 from ..solvers import DEFAULT_STEP_RATIO
 
 __all__ = [
@@ -114,12 +113,11 @@ def to_jsonable(obj):
 
 
 def write_json_atomic(path, obj):
-    """Write ``obj`` as JSON to ``path`` atomically (temporary file + ``os.replace``).
+    """Write ``obj`` as JSON to ``path`` atomically (:func:`sparsesvm._io.write_json`).
 
-    The parent directory is created if needed. Written through
-    :func:`sparsesvm.data.datasets.atomic_path`: a reader sees either the old file, no
-    file, or the complete new file, and the file has the mode a plain ``open``
-    gives (``0o666 & ~umask``), readable by the group like every other output.
+    A reader sees either the old file, no file, or the complete new file; the
+    parent directory is created if needed, and the file has the mode a plain
+    ``open`` gives (``0o666 & ~umask``), readable by the group like every other output.
 
     Parameters
     ----------
@@ -133,14 +131,7 @@ def write_json_atomic(path, obj):
     pathlib.Path
         ``path``.
     """
-    path = Path(path)
-    text = json.dumps(to_jsonable(obj), indent=1, allow_nan=False, sort_keys=False)
-    with atomic_path(path, ".tmp") as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return path
+    return _io.write_json(path, to_jsonable(obj), indent=1, allow_nan=False, sort_keys=False)
 
 
 def read_json(path):
