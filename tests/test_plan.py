@@ -12,34 +12,22 @@ from __future__ import annotations
 
 import copy
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from sparsesvm.experiments import aggregate, plan
 from sparsesvm.experiments.plan import ConfigError, Plan
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _merge(a, b):
-    for k, v in b.items():
-        if isinstance(v, dict) and isinstance(a.get(k), dict):
-            _merge(a[k], v)
-        else:
-            a[k] = v
-    return a
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_workflow import FULL, TEST, load_config  # noqa: E402
 
 
 @pytest.fixture
 def cfg(tmp_path):
     """config/test.yaml merged over config/config.yaml (as Snakemake merges them), results in tmp_path."""
-    merged = {}
-    for name in ("config.yaml", "test.yaml"):
-        _merge(merged, yaml.safe_load((REPO / "config" / name).read_text()))
-    merged["results"] = str(tmp_path / "results")
-    return merged
+    return {**load_config(FULL, TEST), "results": str(tmp_path / "results")}
 
 
 def expected_train_jobs(exp):
