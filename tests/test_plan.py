@@ -106,6 +106,7 @@ def test_product_files_and_settings(cfg):
     assert e1[:3] == p.table1 and p.runs_table("e1") in e1 and set(p.run_files("e1")) <= set(e1)
     e4 = p.product_files("e4")
     assert e4[:2] == p.figures[3] and set(p.trace_files("e4")) <= set(e4)
+    assert p.traces_table("e4") == f"{cfg['results']}/mnist/tables/e4_traces.csv"
     assert p.train_settings("e4", "hinge-reg+accelerated", "l1inf") == dict(
         method="hinge-reg", groups=81, tol=1.0e-3, max_iter=200, solver="accelerated", stopping="gap")
     assert p.train_settings("e1", "ova", "l12")["stopping"] == "rel_change"

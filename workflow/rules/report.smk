@@ -66,7 +66,7 @@ rule figure3:
     output:
         png=report(PLAN.figures[3][0], caption="../report/figure3.rst", category="Figure 3 (E4, MNIST timing)"),
         pdf=PLAN.figures[3][1],
-        traces=f"{RESULTS}/{PLAN.experiment('e4')['dataset']}/tables/e4_traces.csv",
+        traces=PLAN.traces_table("e4"),
     params:
         code=REPORT_CODE,
         title="E4: MNIST, l1,inf, timing",

@@ -459,6 +459,10 @@ class Plan:
         return [f"{self.results}/{dataset}/tables/{exp_id}_{name}"
                 for name in ("runs.parquet", "runs.csv", "best_alpha.csv")]
 
+    def traces_table(self, exp_id):
+        """The long table of an experiment's traces (csv), written with its figure."""
+        return f"{self.results}/{self.experiment(exp_id)['dataset']}/tables/{exp_id}_traces.csv"
+
     def product_files(self, exp_id):
         """Every output of an experiment: its table or figure, its tables, and its job records.
 
