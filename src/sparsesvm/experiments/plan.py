@@ -37,6 +37,7 @@ __all__ = [
     "alpha_label",
     "size_label",
     "grid_solver",
+    "accelerated_methods",
     "Plan",
     "CODE_LAYERS",
     "code_layer",
