@@ -18,7 +18,6 @@ configfile: Path(workflow.basedir) / "config" / "config.yaml"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/cv_common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/train.smk"
@@ -29,6 +28,6 @@ include: "workflow/rules/report.smk"
 
 rule all:
     input:
-        [product_files(e) for e in selected_experiments()],
-        COMPARISON,
+        [PLAN.product_files(e) for e in PLAN.selected_experiments()],
+        PLAN.comparison,
     default_target: True

@@ -489,14 +489,34 @@ def test_run_job_subset_end_to_end(tiny_features, tmp_path):
     import sparsesvm
 
     assert rec["source_hash"] == sparsesvm.source_hash() and rec["sparsesvm_version"] == sparsesvm.__version__
-    # the same fit done directly gives the same coefficients (the subset rows were used)
-    est = sparsesvm.SparseSVC(method="hinge-reg", penalty="l1", alpha=1.0, tol=1e-4, max_iter=2000)
-    est.fit(Xtr[subset], ytr[subset])
-    assert np.allclose(coef_full[:, :-1], est.coef_) and np.allclose(coef_full[:, -1], est.intercept_)
     # written atomically and read back into a table
     path = runner.write_json_atomic(tmp_path / "r.json", rec)
     df = aggregate.collect([path])
     assert df.loc[0, "nnz_per_class"] == "+".join(map(str, rec["nnz_per_class"]))
+
+
+@pytest.mark.parametrize("method, penalty, groups, stopping", [
+    ("hinge-reg", "l1", None, "rel_change"),
+    ("hinge-reg", "l1inf", 4, "gap"),
+    ("hinge-con", "l12", "features", "rel_change"),
+    ("square", "l1", None, "rel_change"),
+])
+def test_run_job_is_sparsesvc_fit_on_the_subset(tiny_features, method, penalty, groups, stopping):
+    """The job's fit is SparseSVC's fit on the subset rows: same coefficients bit for bit, iterations,
+    objective, gap, errors."""
+    from sparsesvm import SparseSVC
+
+    d, Xtr, ytr, Xte, yte = tiny_features
+    subset = np.array([0, 1, 2, 6, 7, 8, 12, 13, 14])
+    rec, coef_full = runner.run_job(d, subset, method, penalty, groups, 0.5, 1e-4, 300, stopping=stopping)
+    est = SparseSVC(method=method, penalty=penalty, groups=groups, alpha=0.5, tol=1e-4, max_iter=300,
+                    stopping=stopping).fit(Xtr[subset], ytr[subset])
+    np.testing.assert_array_equal(coef_full[:, :-1], est.coef_)
+    np.testing.assert_array_equal(coef_full[:, -1], est.intercept_)
+    assert rec["n_iter"] == est.n_iter_ and rec["objective"] == est.objective_
+    assert rec["converged"] == est.converged_ and rec["stopping"] == est.stopping_
+    assert (rec["rel_gap"] is None) == np.isnan(est.rel_gap_)
+    assert rec["test_errors"] == int(np.count_nonzero(est.predict(Xte) != yte))
 
 
 def test_run_job_trace_with_reference(tiny_features):
@@ -532,37 +552,80 @@ def test_run_job_liblinear_peer(tiny_features):
     ({"penalty": "l3"}, "unknown penalty"),
     ({"alpha": 0.0}, "alpha"),
     ({"alpha": float("nan")}, "alpha"),
+    ({"alpha": "big"}, "alpha"),
     ({"tol": -1.0}, "tol"),
     ({"max_iter": 0}, "max_iter"),
     ({"trace": -2}, "trace"),
+    ({"trace": 0}, "trace"),
     ({"groups": 0}, "groups"),
+    ({"groups": 4}, "takes groups=None"),
+    ({"penalty": "l1inf"}, "needs groups"),
+    ({"method": "ova", "penalty": "l12", "groups": "features"}, "across-class"),
+    ({"solver": "magic"}, "unknown solver"),
+    ({"stopping": "never"}, "stopping"),
+    ({"method": "liblinear-cs", "penalty": "l1"}, "l2 problem only"),
     ({"subset_indices": np.array([0.5, 1.5])}, "integers"),
     ({"subset_indices": np.array([1, 1, 2])}, "repeated"),
-    ({"L": 5}, "L=5"),
+    ({"coef_full": 1}, "reserved"),
 ])
-def test_run_job_bad_input(tiny_features, kwargs, match):
-    d = tiny_features[0]
-    args = dict(features_dir=d, subset_indices=np.arange(6), method="hinge-reg", penalty="l1", groups=None,
+def test_run_job_checks_parameters_before_reading(tmp_path, kwargs, match):
+    """SparseSVC's parameter checks (and the job's own) run before the features are read."""
+    missing = tmp_path / "no-features"
+    args = dict(features_dir=missing, subset_indices=np.arange(6), method="hinge-reg", penalty="l1", groups=None,
                 alpha=1.0, tol=1e-3, max_iter=10)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         runner.run_job(**args)
+    assert not missing.exists()
 
 
-def test_experiments_runner_import_is_light():
-    """Importing the runner adds no third-party module to what the package itself needs
-    (training-job start-up time): in particular no matplotlib/seaborn."""
+def test_run_job_checks_against_the_features(tiny_features):
+    """What only the data can tell: the rows of L, the group size against the features."""
+    d = tiny_features[0]
+    with pytest.raises(ValueError, match="L=5 given but the training subset has 6 rows"):
+        runner.run_job(d, np.arange(6), "hinge-reg", "l1", None, 1.0, 1e-3, 10, L=5)
+    n_features = tiny_features[3].shape[1]
+    with pytest.raises(ValueError, match=rf"group size must be in 1..n_features={n_features}, "
+                                         rf"got groups={n_features + 1}"):
+        runner.run_job(d, None, "hinge-reg", "l1inf", n_features + 1, 1.0, 1e-3, 10)
+
+
+def test_training_job_imports_nothing_heavy(tiny_features, tmp_path):
+    """A training job as train.py runs it, every method of the paper, in a fresh process: importing the
+    runner adds no third-party module, and the jobs import no scikit-learn, pandas, matplotlib,
+    scipy.optimize nor the accelerated solvers (training-job start-up time)."""
     import subprocess
     import sys
 
-    code = ("import sys, sparsesvm, sparsesvm.data.features; before = set(sys.modules); "
-            "import sparsesvm.experiments.runner; "
-            "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
-            "print(sorted(n for n in new if n not in sys.stdlib_module_names and n != 'sparsesvm')); "
-            "print(int('matplotlib' in sys.modules), int('seaborn' in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    assert out.stdout.splitlines() == ["[]", "0 0"]
+    code = """
+import json, sys
+import numpy as np
+import sparsesvm, sparsesvm.data.features
+before = set(sys.modules)
+from sparsesvm.experiments.runner import run_job, write_json_atomic
+new = {m.split('.')[0] for m in set(sys.modules) - before}
+third_party = sorted(n for n in new if n not in sys.stdlib_module_names and n != 'sparsesvm')
+d, out = sys.argv[1], sys.argv[2]
+jobs = [("hinge-reg", "l1inf", 4, "rel_change"), ("hinge-reg", "l1", None, "gap"),
+        ("hinge-con", "l12", 2, "rel_change"), ("hinge-lin", "l1inf", "features", "rel_change"),
+        ("square", "l2", None, "rel_change"), ("logit", "l1inf", 4, "rel_change"),
+        ("ova", "l1inf", 4, "rel_change")]
+recs = [run_job(d, np.arange(0, 18, 2), m, p, g, 0.5, 1e-3, 50, stopping=s, dataset="blobs")[0]
+        for m, p, g, s in jobs]
+write_json_atomic(out, recs)
+heavy = ("sklearn", "pandas", "matplotlib", "seaborn", "scipy.optimize", "sparsesvm.estimators",
+         "sparsesvm.solvers.accelerated.hinge")
+print(json.dumps([third_party, [m for m in heavy if m in sys.modules]]))
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(tiny_features[0]), str(tmp_path / "recs.json")],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[], []]
+    recs = runner.read_json(tmp_path / "recs.json")
+    assert [r["method"] for r in recs] == ["hinge-reg", "hinge-reg", "hinge-con", "hinge-lin", "square", "logit",
+                                          "ova"]
+    assert all(r["L"] == 9 and r["n_iter"] >= 1 for r in recs)
+    assert recs[1]["stopping"] == "gap" and recs[1]["rel_gap"] is not None
 
 
 def test_method_order_keeps_solver_variants_next_to_their_method():

@@ -1,4 +1,4 @@
-"""The training-job path: run_job fits through sparsesvm.core, without scikit-learn (issue 5)."""
+"""The fit core (sparsesvm.core): parameter checks, the registry's families, fit and predict, without scikit-learn."""
 
 from __future__ import annotations
 
@@ -30,87 +30,11 @@ def _run(code, *args):
     return out.stdout
 
 
-def test_training_job_does_not_import_sklearn(blob_features, tmp_path):
-    """Every method of the paper (and the gap rule) runs as train.py runs it, and the process
-    never imports scikit-learn, pandas, matplotlib or scipy.optimize."""
-    code = """
-import json, sys
-import numpy as np
-from threadpoolctl import threadpool_limits
-from sparsesvm.experiments.runner import run_job, write_json_atomic
-threadpool_limits(1)
-d, out = sys.argv[1], sys.argv[2]
-jobs = [("hinge-reg", "l1inf", 4, "rel_change"), ("hinge-reg", "l1", None, "gap"),
-        ("hinge-con", "l12", 2, "rel_change"), ("hinge-lin", "l1inf", "features", "rel_change"),
-        ("square", "l2", None, "rel_change"), ("logit", "l1inf", 4, "rel_change"),
-        ("ova", "l1inf", 4, "rel_change")]
-recs = []
-for method, penalty, groups, stopping in jobs:
-    rec, _ = run_job(d, np.arange(0, 18, 2), method, penalty, groups, 0.5, 1e-3, 50,
-                     stopping=stopping, dataset="blobs", subset=0)
-    recs.append(rec)
-write_json_atomic(out, recs)
-heavy = ("sklearn", "pandas", "matplotlib", "scipy.optimize", "sparsesvm.estimators",
-         "sparsesvm.solvers.accelerated.hinge")
-print(json.dumps([m for m in heavy if m in sys.modules]))
-"""
-    out = _run(code, blob_features[0], tmp_path / "recs.json")
-    assert json.loads(out.strip().splitlines()[-1]) == []
-    recs = runner.read_json(tmp_path / "recs.json")
-    assert [r["method"] for r in recs] == ["hinge-reg", "hinge-reg", "hinge-con", "hinge-lin",
-                                          "square", "logit", "ova"]
-    assert all(r["L"] == 9 and r["n_iter"] >= 1 for r in recs)
-    assert recs[1]["stopping"] == "gap" and recs[1]["rel_gap"] is not None
-
-
 def test_core_import_pulls_no_sklearn():
     code = ("import sys; import sparsesvm.core as c; c.check_params('hinge-reg', 'l1', 1.0, 1e-3, 10, "
             "100.0, 'paper', 'auto', False); "
             "print([m for m in ('sklearn', 'sparsesvm.solvers.accelerated.hinge', 'scipy.optimize') if m in sys.modules])")
     assert _run(code).strip() == "[]"
-
-
-def test_run_job_matches_sparsesvc(blob_features):
-    """The job's fit is SparseSVC's fit: same coefficients, iterations, objective, gap, errors."""
-    from sparsesvm import SparseSVC
-
-    d, X_tr, y_tr, X_te, y_te = blob_features
-    subset = np.array([0, 1, 2, 6, 7, 8, 12, 13, 14])
-    for method, penalty, groups, stopping in (("hinge-reg", "l1inf", 4, "gap"),
-                                              ("hinge-con", "l12", "features", "rel_change"),
-                                              ("square", "l1", None, "rel_change")):
-        rec, coef_full = runner.run_job(d, subset, method, penalty, groups, 0.5, 1e-4, 300,
-                                        stopping=stopping)
-        est = SparseSVC(method=method, penalty=penalty, groups=groups, alpha=0.5, tol=1e-4,
-                        max_iter=300, stopping=stopping).fit(X_tr[subset], y_tr[subset])
-        np.testing.assert_array_equal(coef_full[:, :-1], est.coef_)
-        np.testing.assert_array_equal(coef_full[:, -1], est.intercept_)
-        assert rec["n_iter"] == est.n_iter_ and rec["objective"] == est.objective_
-        assert rec["converged"] == est.converged_ and rec["stopping"] == est.stopping_
-        assert (rec["rel_gap"] is None) == np.isnan(est.rel_gap_)
-        assert rec["test_errors"] == int(np.count_nonzero(est.predict(X_te) != y_te))
-
-
-def test_run_job_checks_parameters_before_reading(tmp_path):
-    """SparseSVC's parameter checks run before the features are read (no such directory here)."""
-    missing = tmp_path / "no-features"
-    base = dict(features_dir=missing, subset_indices=None, method="hinge-reg", penalty="l1inf",
-                groups=4, alpha=1.0, tol=1e-3, max_iter=10)
-    for kwargs, match in (({"solver": "magic"}, "unknown solver"),
-                          ({"solver": "paper", "stopping": "never"}, "stopping"),
-                          ({"groups": None}, "needs groups"),
-                          ({"penalty": "l1"}, "takes groups=None"),
-                          ({"method": "ova", "groups": "features"}, "across-class"),
-                          ({"alpha": "big"}, "alpha"),
-                          ({"trace": 0}, "trace")):
-        with pytest.raises(ValueError, match=match):
-            runner.run_job(**{**base, **kwargs})
-    assert not missing.exists()
-
-
-def test_run_job_group_size_checked_against_features(blob_features):
-    with pytest.raises(ValueError, match=r"group size must be in 1..n_features=8, got groups=9"):
-        runner.run_job(blob_features[0], None, "hinge-reg", "l1inf", 9, 1.0, 1e-3, 10)
 
 
 def test_check_groups_without_n_features():

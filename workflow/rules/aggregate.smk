@@ -8,7 +8,7 @@ localrules:
 
 rule aggregate:
     input:
-        lambda wildcards: run_files(wildcards.experiment),
+        lambda wildcards: PLAN.run_files(wildcards.experiment),
     output:
         parquet=f"{RESULTS}/{{dataset}}/tables/{{experiment}}_runs.parquet",
         csv=f"{RESULTS}/{{dataset}}/tables/{{experiment}}_runs.csv",

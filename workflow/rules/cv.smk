@@ -9,12 +9,12 @@ rule train_cv:
     input:
         unpack(train_input),
     output:
-        CV_PATTERN,
+        PLAN.cv_pattern,
     params:
         settings=train_settings,
-        folds=lambda wildcards: cv_folds(wildcards.experiment),
+        folds=lambda wildcards: PLAN.cv_folds(wildcards.experiment),
         seed=config["seed"],
-        code=TRAIN_CODE + CV_CODE,
+        code=TRAIN_CV_CODE,
     log:
         f"{LOGS}/{{dataset}}/cv/{{experiment}}/{{method}}/{{penalty}}/alpha~{{alpha}}/L~{{L}}/subset~{{subset}}/fold~{{fold}}.log",
     benchmark:
@@ -42,7 +42,7 @@ localrules:
 
 rule aggregate_cv:
     input:
-        cv=lambda wildcards: cv_files(wildcards.experiment),
+        cv=lambda wildcards: PLAN.cv_files(wildcards.experiment),
         runs=f"{RESULTS}/{{dataset}}/tables/{{experiment}}_runs.parquet",
     output:
         runs=f"{RESULTS}/{{dataset}}/tables/{{experiment}}_cv_runs.csv",

@@ -9,8 +9,8 @@ rule labels:
     input:
         unpack(
             lambda wildcards: {
-                "mnist": {"train_labels": download_file("mnist", "train_labels")},
-                "news20": {"tarball": download_file("news20", "tarball")},
+                "mnist": {"train_labels": PLAN.downloads_of("mnist")["train_labels"]},
+                "news20": {"tarball": PLAN.downloads_of("news20")["tarball"]},
             }[wildcards.dataset]
         ),
     output:

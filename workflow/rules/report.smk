@@ -3,12 +3,12 @@
 
 rule table1:
     input:
-        runs=runs_table("e1"),
-        cv=cv_tables("e1")[2:] if cv_folds("e1") else [],
+        runs=PLAN.runs_table("e1"),
+        cv=PLAN.cv_tables("e1")[2:] if PLAN.cv_folds("e1") else [],
     output:
-        csv=report(TABLE1[0], caption="../report/table1.rst", category="Table 1 (E1, leukemia)"),
-        md=TABLE1[1],
-        tex=TABLE1[2],
+        csv=report(PLAN.table1[0], caption="../report/table1.rst", category="Table 1 (E1, leukemia)"),
+        md=PLAN.table1[1],
+        tex=PLAN.table1[2],
     params:
         code=REPORT_CODE,
     log:
@@ -23,10 +23,10 @@ rule table1:
 
 rule figure1:
     input:
-        runs=runs_table("e2"),
+        runs=PLAN.runs_table("e2"),
     output:
-        png=report(FIGURES[1][0], caption="../report/figure1.rst", category="Figure 1 (E2, MNIST)"),
-        pdf=FIGURES[1][1],
+        png=report(PLAN.figures[1][0], caption="../report/figure1.rst", category="Figure 1 (E2, MNIST)"),
+        pdf=PLAN.figures[1][1],
     params:
         code=REPORT_CODE,
         title="E2: MNIST scattering, l1,inf",
@@ -42,10 +42,10 @@ rule figure1:
 
 rule figure2:
     input:
-        runs=runs_table("e3"),
+        runs=PLAN.runs_table("e3"),
     output:
-        png=report(FIGURES[2][0], caption="../report/figure2.rst", category="Figure 2 (E3, News20)"),
-        pdf=FIGURES[2][1],
+        png=report(PLAN.figures[2][0], caption="../report/figure2.rst", category="Figure 2 (E3, News20)"),
+        pdf=PLAN.figures[2][1],
     params:
         code=REPORT_CODE,
         title="E3: 20 Newsgroups TF-IDF, l1,2 across classes",
@@ -61,12 +61,12 @@ rule figure2:
 
 rule figure3:
     input:
-        runs=runs_table("e4"),
-        traces=trace_files("e4"),
+        runs=PLAN.runs_table("e4"),
+        traces=PLAN.trace_files("e4"),
     output:
-        png=report(FIGURES[3][0], caption="../report/figure3.rst", category="Figure 3 (E4, MNIST timing)"),
-        pdf=FIGURES[3][1],
-        traces=f"{RESULTS}/{experiment('e4')['dataset']}/tables/e4_traces.csv",
+        png=report(PLAN.figures[3][0], caption="../report/figure3.rst", category="Figure 3 (E4, MNIST timing)"),
+        pdf=PLAN.figures[3][1],
+        traces=PLAN.traces_table("e4"),
     params:
         code=REPORT_CODE,
         title="E4: MNIST, l1,inf, timing",
@@ -82,10 +82,10 @@ rule figure3:
 
 rule figure4:
     input:
-        runs=runs_table("e5"),
+        runs=PLAN.runs_table("e5"),
     output:
-        png=report(FIGURES[4][0], caption="../report/figure4.rst", category="Figure 4 (E5, MNIST l2 timing)"),
-        pdf=FIGURES[4][1],
+        png=report(PLAN.figures[4][0], caption="../report/figure4.rst", category="Figure 4 (E5, MNIST l2 timing)"),
+        pdf=PLAN.figures[4][1],
     params:
         code=REPORT_CODE,
         title="E5: MNIST, l2 timing",
@@ -106,42 +106,42 @@ rule figure4:
 
 rule e1:
     input:
-        product_files("e1"),
+        PLAN.product_files("e1"),
 
 
 rule e2:
     input:
-        product_files("e2"),
+        PLAN.product_files("e2"),
 
 
 rule e3:
     input:
-        product_files("e3"),
+        PLAN.product_files("e3"),
 
 
 rule e4:
     input:
-        product_files("e4"),
+        PLAN.product_files("e4"),
 
 
 rule e5:
     input:
-        product_files("e5"),
+        PLAN.product_files("e5"),
 
 
 rule leukemia:
     input:
-        [product_files(e) for e in experiments_of("leukemia")],
+        [PLAN.product_files(e) for e in PLAN.experiments_of("leukemia")],
 
 
 rule mnist:
     input:
-        [product_files(e) for e in experiments_of("mnist")],
+        [PLAN.product_files(e) for e in PLAN.experiments_of("mnist")],
 
 
 rule news20:
     input:
-        [product_files(e) for e in experiments_of("news20")],
+        [PLAN.product_files(e) for e in PLAN.experiments_of("news20")],
 
 
 localrules:
@@ -162,21 +162,20 @@ localrules:
 # and, for experiments with `cv`, the test error at the alpha chosen by cross-validation.
 
 PAPER_NUMBERS = str(Path(workflow.basedir) / "workflow" / "resources" / "paper.yaml")
-COMPARISON = [f"{RESULTS}/tables/paper_comparison.{ext}" for ext in ("csv", "md")]
 
 
 rule paper_comparison:
     input:
-        runs=[runs_table(e) for e in selected_experiments()],
-        cv=[cv_tables(e)[2] for e in selected_experiments() if cv_folds(e)],
+        runs=[PLAN.runs_table(e) for e in PLAN.selected_experiments()],
+        cv=[PLAN.cv_tables(e)[2] for e in PLAN.selected_experiments() if PLAN.cv_folds(e)],
         paper=PAPER_NUMBERS,
     output:
-        csv=report(COMPARISON[0], caption="../report/paper_comparison.rst", category="Paper comparison"),
-        md=report(COMPARISON[1], caption="../report/paper_comparison.rst", category="Paper comparison"),
+        csv=report(PLAN.comparison[0], caption="../report/paper_comparison.rst", category="Paper comparison"),
+        md=report(PLAN.comparison[1], caption="../report/paper_comparison.rst", category="Paper comparison"),
     params:
         code=REPORT_CODE,
-        experiments=selected_experiments(),
-        cv_experiments=[e for e in selected_experiments() if cv_folds(e)],
+        experiments=PLAN.selected_experiments(),
+        cv_experiments=[e for e in PLAN.selected_experiments() if PLAN.cv_folds(e)],
     log:
         f"{LOGS}/products/paper_comparison.log",
     benchmark:

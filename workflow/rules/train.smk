@@ -8,7 +8,7 @@ rule train:
     input:
         unpack(train_input),
     output:
-        RUN_PATTERN,
+        PLAN.run_pattern,
     params:
         settings=train_settings,
         code=TRAIN_CODE,
@@ -41,10 +41,10 @@ rule trace:
     input:
         unpack(trace_input),
     output:
-        TRACE_PATTERN,
+        PLAN.trace_pattern,
     params:
         settings=train_settings,
-        reference_tol=lambda wildcards: experiment(wildcards.experiment)["trace"]["reference_tol"],
+        reference_tol=lambda wildcards: PLAN.experiment(wildcards.experiment)["trace"]["reference_tol"],
         code=TRAIN_CODE,
     log:
         f"{LOGS}/{{dataset}}/traces/{{experiment}}/{{method}}/{{penalty}}/L~{{L}}/subset~{{subset}}.log",

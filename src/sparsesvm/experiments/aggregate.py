@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from .plan import method_label
 from .runner import read_json
 
 __all__ = [
@@ -39,8 +40,6 @@ BEST_ALPHA_RULE = "best alpha by test error (the paper's trial-and-error choice)
 #: Columns that identify one curve (one alpha grid); ``best_alpha`` groups by those present.
 ID_COLUMNS = ("dataset", "experiment", "method", "solver", "stopping", "penalty", "groups", "L")
 
-#: Solvers whose lines carry the bare method name (the paper's iterations and the peer).
-_PLAIN_SOLVERS = ("paper", "liblinear", "", "none", "nan", "None")
 
 
 def groups_label(groups):
@@ -67,18 +66,6 @@ def ordered(values, order):
         return (order.index(name) if name in order else len(order), name, solver)
 
     return sorted(dict.fromkeys(values), key=key)
-
-
-def method_label(method, solver=None):
-    """Line label of a method: the method name, plus ``[solver]`` for non-paper solvers.
-
-    Examples: ``("hinge-reg", "paper") -> "hinge-reg"``,
-    ``("hinge-reg", "accelerated") -> "hinge-reg [accelerated]"``.
-    """
-    solver = "" if solver is None else str(solver)
-    if solver in _PLAIN_SOLVERS:
-        return str(method)
-    return f"{method} [{solver}]"
 
 
 def add_labels(df):

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._io import atomic_path
+from .._io import write_text
 from .aggregate import best_alpha, method_label
 from .tables import format_count, table1_long
 
@@ -58,7 +58,6 @@ __all__ = [
     "compare",
     "to_markdown",
     "write_comparison",
-    "write_text_atomic",
 ]
 
 VERDICTS = ("agrees", "disagrees", "inconclusive", "not run")
@@ -843,12 +842,6 @@ def to_markdown(t1, claims, subsets=None, cv=None):
     return "\n".join(lines)
 
 
-def write_text_atomic(path, text):
-    """Write ``text`` to ``path`` atomically (:func:`sparsesvm._io.atomic_path`)."""
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text(text, encoding="utf-8")
-
-
 def write_comparison(tables, paper, csv, md, cv=None):
     """Write ``paper_comparison.csv`` and ``.md`` (atomically); returns the long table.
 
@@ -867,6 +860,6 @@ def write_comparison(tables, paper, csv, md, cv=None):
     long, t1, claims = compare(tables, paper, cv)
     subsets = {e: int(df["subset"].nunique()) for e, df in sorted(tables.items())
                if df is not None and "subset" in df.columns}
-    write_text_atomic(csv, long.to_csv(index=False))
-    write_text_atomic(md, to_markdown(t1, claims, subsets, cv))
+    write_text(csv, long.to_csv(index=False))
+    write_text(md, to_markdown(t1, claims, subsets, cv))
     return long

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .aggregate import BEST_ALPHA_RULE, METHOD_ORDER, best_alpha, method_label, ordered
+from .aggregate import METHOD_ORDER, best_alpha, method_label, ordered
 
 __all__ = [
     "BANDS",
@@ -274,6 +274,53 @@ def _positive(x):
     return np.isfinite(x) & (x > 0)
 
 
+def _fit_time_panel(ax, summ, best, styles):
+    """Mean fit time vs alpha, log-log, one line per curve of ``styles``, its best alpha circled.
+
+    ``summ``: the mean ``fit_time_s`` per curve and alpha at one L; ``best``: the
+    best alpha of each curve at that L.
+    """
+    for curve, st in styles.items():
+        s = summ[summ["curve"] == curve]
+        if not len(s):
+            continue
+        ax.plot(s["alpha"], s["fit_time_s"], color=st["color"], linestyle=st["linestyle"],
+                marker=st["marker"], markersize=4, linewidth=1.5, label=curve, gid=f"line:{curve}")
+        b = best[best["curve"] == curve]
+        if len(b):
+            a = b["alpha"].iloc[0]
+            _circle(ax, a, s.loc[np.isclose(s["alpha"], a), "fit_time_s"].iloc[0], curve, st)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(ALPHA_LABEL)
+    ax.set_ylabel("mean fit time (s)")
+
+
+def _trace_panel(ax, tr, best, styles):
+    """Relative distance to the solution vs time, log-log, one line per curve and subset.
+
+    ``tr``: the traces at one L; with an ``alpha`` column only those at each
+    curve's best alpha (``best``, at that L) are drawn.
+    """
+    if "alpha" in tr.columns:
+        mask = np.zeros(len(tr), dtype=bool)
+        for b in best.itertuples():
+            mask |= ((tr["curve"] == b.curve) & np.isclose(tr["alpha"], b.alpha, rtol=1e-9, atol=0)).to_numpy()
+        tr = tr[mask]
+    for curve, st in styles.items():
+        part = tr[tr["curve"] == curve]
+        for n, (subset, t) in enumerate(part.groupby("subset", sort=True)):
+            t = t.sort_values("time")
+            ok = _positive(t["time"]) & _positive(t["rel_dist"])
+            ax.plot(t["time"].to_numpy()[ok], t["rel_dist"].to_numpy()[ok], color=st["color"],
+                    linestyle=st["linestyle"], linewidth=1.0, alpha=0.75,
+                    label=curve if n == 0 else None, gid=f"trace:{curve}:{subset}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(r"$\|X_i - X_\infty\|_F\,/\,\|X_\infty\|_F$")
+
+
 def make_timing_figure(df, traces_df=None, title=None):
     """Figure 3: mean fit time vs alpha per method; relative distance vs time at the best alpha.
 
@@ -317,46 +364,11 @@ def make_timing_figure(df, traces_df=None, title=None):
         fig = _new_figure(len(Ls), nrows)
         axes = fig.subplots(nrows, len(Ls), squeeze=False)
         for j, L in enumerate(Ls):
-            ax = axes[0, j]
-            for curve, st in styles.items():
-                s = summ[(summ["curve"] == curve) & (summ["L"] == L)]
-                if not len(s):
-                    continue
-                ax.plot(s["alpha"], s["fit_time_s"], color=st["color"], linestyle=st["linestyle"],
-                        marker=st["marker"], markersize=4, linewidth=1.5, label=curve, gid=f"line:{curve}")
-                b = best[(best["curve"] == curve) & (best["L"] == L)]
-                if len(b):
-                    a = b["alpha"].iloc[0]
-                    _circle(ax, a, s.loc[np.isclose(s["alpha"], a), "fit_time_s"].iloc[0], curve, st)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel(ALPHA_LABEL)
-            ax.set_ylabel("mean fit time (s)")
-            ax.set_title(_panel_title(data, L))
-            if not has_traces:
-                continue
-            ax = axes[1, j]
-            tr = traces[traces["L"] == L]
-            if "alpha" in tr.columns:
-                mask = np.zeros(len(tr), dtype=bool)
-                for b in best[best["L"] == L].itertuples():
-                    mask |= ((tr["curve"] == b.curve) & np.isclose(tr["alpha"], b.alpha, rtol=1e-9, atol=0)).to_numpy()
-                keep = tr[mask]
-            else:
-                keep = tr
-            for curve, st in styles.items():
-                part = keep[keep["curve"] == curve]
-                for n, (subset, t) in enumerate(part.groupby("subset", sort=True)):
-                    t = t.sort_values("time")
-                    ok = _positive(t["time"]) & _positive(t["rel_dist"])
-                    ax.plot(t["time"].to_numpy()[ok], t["rel_dist"].to_numpy()[ok], color=st["color"],
-                            linestyle=st["linestyle"], linewidth=1.0, alpha=0.75,
-                            label=curve if n == 0 else None, gid=f"trace:{curve}:{subset}")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("time (s)")
-            ax.set_ylabel(r"$\|X_i - X_\infty\|_F\,/\,\|X_\infty\|_F$")
-            ax.set_title(f"{_panel_title(data, L)}, at the best $\\alpha$", fontsize="medium")
+            _fit_time_panel(axes[0, j], summ[summ["L"] == L], best[best["L"] == L], styles)
+            axes[0, j].set_title(_panel_title(data, L))
+            if has_traces:
+                _trace_panel(axes[1, j], traces[traces["L"] == L], best[best["L"] == L], styles)
+                axes[1, j].set_title(f"{_panel_title(data, L)}, at the best $\\alpha$", fontsize="medium")
         _figure_legend(fig, _legend_handles(styles))
         if title:
             fig.suptitle(title)
@@ -377,6 +389,51 @@ def _bar_L(frame):
     """Largest L that has both l2 and l1inf jobs, else the largest L."""
     both = set(frame.loc[frame["penalty"] == "l2", "L"]) & set(frame.loc[frame["penalty"] == "l1inf", "L"])
     return max(both) if both else frame["L"].max()
+
+
+def _weight_counts(at):
+    """Mean count of weights above 1e-5 at each curve's and penalty's best alpha, in the records ``at`` (one L).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per curve and penalty: curve, penalty, alpha, count, n_weights.
+    """
+    counts = []
+    for b in best_alpha(at, by=["curve", "penalty"]).itertuples():
+        sel = at[(at["curve"] == b.curve) & (at["penalty"] == b.penalty) & np.isclose(at["alpha"], b.alpha)]
+        counts.append({"curve": b.curve, "penalty": b.penalty, "alpha": b.alpha,
+                       "count": sel[COUNT_COLUMN].mean(),
+                       "n_weights": sel["n_weights"].iloc[0] if "n_weights" in sel else np.nan})
+    return pd.DataFrame(counts)
+
+
+def _count_bars(ax, counts, styles, L_bar):
+    """Grouped bars of :func:`_weight_counts`: one group per curve, one hatched bar per penalty."""
+    penalties = ordered(counts["penalty"], PENALTY_ORDER)
+    curves = [c for c in styles if c in set(counts["curve"])]
+    width = 0.8 / max(len(penalties), 1)
+    hatches = ("", "//", "..", "xx")
+    for p_i, pen in enumerate(penalties):
+        for c_i, curve in enumerate(curves):
+            row = counts[(counts["curve"] == curve) & (counts["penalty"] == pen)]
+            if not len(row):
+                continue
+            x = c_i + (p_i - (len(penalties) - 1) / 2) * width
+            v = float(row["count"].iloc[0])
+            ax.bar([x], [v], width=width * 0.95, color=styles[curve]["color"], edgecolor="0.2",
+                   hatch=hatches[p_i % len(hatches)], gid=f"bar:{curve}:{pen}")
+            ax.annotate(f"{v:.0f}", (x, v), ha="center", va="bottom", fontsize="x-small",
+                        xytext=(0, 1), textcoords="offset points")
+    ax.set_xticks(range(len(curves)))
+    ax.set_xticklabels(curves, rotation=20, ha="right")
+    ax.set_ylabel(r"weights with $|w| > 10^{-5}$")
+    ax.set_title(f"L = {int(L_bar)}, at the best $\\alpha$")
+    ax.legend(handles=[Patch(facecolor="white", edgecolor="0.2", hatch=hatches[i % len(hatches)], label=p)
+                       for i, p in enumerate(penalties)], title="penalty", fontsize="small",
+              loc="upper center", ncol=max(1, len(penalties)))
+    top = float(np.nanmax(counts["count"])) if len(counts) else 1.0
+    ax.set_ylim(0, 1.4 * top if top > 0 else 1.0)  # head-room for the legend above the bars
 
 
 def make_l2_timing_figure(df, sparse_df=None, title=None):
@@ -414,16 +471,7 @@ def make_l2_timing_figure(df, sparse_df=None, title=None):
     best = _best(data)
     summ = data.groupby(["curve", "L", "alpha"], sort=True)["fit_time_s"].mean().reset_index()
     L_bar = _bar_L(allc)
-    at = allc[allc["L"] == L_bar]
-    bbest = best_alpha(at, by=["curve", "penalty"])
-    counts = []
-    for b in bbest.itertuples():
-        sel = at[(at["curve"] == b.curve) & (at["penalty"] == b.penalty) & np.isclose(at["alpha"], b.alpha)]
-        counts.append({"curve": b.curve, "penalty": b.penalty, "alpha": b.alpha,
-                       "count": sel[COUNT_COLUMN].mean(),
-                       "n_weights": sel["n_weights"].iloc[0] if "n_weights" in sel else np.nan})
-    counts = pd.DataFrame(counts)
-    penalties = ordered(counts["penalty"], PENALTY_ORDER)
+    counts = _weight_counts(allc[allc["L"] == L_bar])
     n_panels = len(Ls) + 1
     ncols = min(4, n_panels)
     nrows = math.ceil(n_panels / ncols)
@@ -434,46 +482,9 @@ def make_l2_timing_figure(df, sparse_df=None, title=None):
         for ax in grid[n_panels:]:
             fig.delaxes(ax)
         for j, L in enumerate(Ls):
-            ax = grid[j]
-            for curve, st in styles.items():
-                s = summ[(summ["curve"] == curve) & (summ["L"] == L)]
-                if not len(s):
-                    continue
-                ax.plot(s["alpha"], s["fit_time_s"], color=st["color"], linestyle=st["linestyle"],
-                        marker=st["marker"], markersize=4, linewidth=1.5, label=curve, gid=f"line:{curve}")
-                b = best[(best["curve"] == curve) & (best["L"] == L)]
-                if len(b):
-                    a = b["alpha"].iloc[0]
-                    _circle(ax, a, s.loc[np.isclose(s["alpha"], a), "fit_time_s"].iloc[0], curve, st)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel(ALPHA_LABEL)
-            ax.set_ylabel("mean fit time (s)")
-            ax.set_title(f"l2, {_panel_title(data, L)}")
-        ax = grid[len(Ls)]
-        curves = [c for c in styles if c in set(counts["curve"])]
-        width = 0.8 / max(len(penalties), 1)
-        hatches = ("", "//", "..", "xx")
-        for p_i, pen in enumerate(penalties):
-            for c_i, curve in enumerate(curves):
-                row = counts[(counts["curve"] == curve) & (counts["penalty"] == pen)]
-                if not len(row):
-                    continue
-                x = c_i + (p_i - (len(penalties) - 1) / 2) * width
-                v = float(row["count"].iloc[0])
-                ax.bar([x], [v], width=width * 0.95, color=styles[curve]["color"], edgecolor="0.2",
-                       hatch=hatches[p_i % len(hatches)], gid=f"bar:{curve}:{pen}")
-                ax.annotate(f"{v:.0f}", (x, v), ha="center", va="bottom", fontsize="x-small",
-                            xytext=(0, 1), textcoords="offset points")
-        ax.set_xticks(range(len(curves)))
-        ax.set_xticklabels(curves, rotation=20, ha="right")
-        ax.set_ylabel(r"weights with $|w| > 10^{-5}$")
-        ax.set_title(f"L = {int(L_bar)}, at the best $\\alpha$")
-        ax.legend(handles=[Patch(facecolor="white", edgecolor="0.2", hatch=hatches[i % len(hatches)], label=p)
-                           for i, p in enumerate(penalties)], title="penalty", fontsize="small",
-                  loc="upper center", ncol=max(1, len(penalties)))
-        top = float(np.nanmax(counts["count"])) if len(counts) else 1.0
-        ax.set_ylim(0, 1.4 * top if top > 0 else 1.0)  # head-room for the legend above the bars
+            _fit_time_panel(grid[j], summ[summ["L"] == L], best[best["L"] == L], styles)
+            grid[j].set_title(f"l2, {_panel_title(data, L)}")
+        _count_bars(grid[len(Ls)], counts, styles, L_bar)
         _figure_legend(fig, _legend_handles(styles))
         if title:
             fig.suptitle(title)

@@ -31,8 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._io import atomic_path
-from .compare import write_text_atomic
+from .._io import atomic_path, write_text
 from .runner import write_json_atomic
 
 __all__ = ["PRODUCTS", "PACKAGES", "experiment_files", "job_times", "machine", "versions",
@@ -361,7 +360,7 @@ def update_readme(readme, dest):
     head, rest = text.split(BEGIN)
     _, tail = rest.split(END)
     new = head + BEGIN + "\n" + results_section(dest, readme.parent) + "\n" + END + tail
-    write_text_atomic(readme, new)
+    write_text(readme, new)
     return new
 
 

@@ -28,12 +28,11 @@ import math
 import numbers
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
 from .. import core as _core
-from .._io import atomic_path
+from .. import _io
 from ..solvers import DEFAULT_STEP_RATIO
 
 __all__ = [
@@ -114,12 +113,11 @@ def to_jsonable(obj):
 
 
 def write_json_atomic(path, obj):
-    """Write ``obj`` as JSON to ``path`` atomically (temporary file + ``os.replace``).
+    """Write ``obj`` as JSON to ``path`` atomically (:func:`sparsesvm._io.write_json`).
 
-    The parent directory is created if needed. Written through
-    :func:`sparsesvm._io.atomic_path`: a reader sees either the old file, no
-    file, or the complete new file, and the file has the mode a plain ``open``
-    gives (``0o666 & ~umask``), readable by the group like every other output.
+    A reader sees either the old file, no file, or the complete new file; the
+    parent directory is created if needed, and the file has the mode a plain
+    ``open`` gives (``0o666 & ~umask``), readable by the group like every other output.
 
     Parameters
     ----------
@@ -133,14 +131,7 @@ def write_json_atomic(path, obj):
     pathlib.Path
         ``path``.
     """
-    path = Path(path)
-    text = json.dumps(to_jsonable(obj), indent=1, allow_nan=False, sort_keys=False)
-    with atomic_path(path, ".tmp") as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return path
+    return _io.write_json(path, to_jsonable(obj), indent=1, allow_nan=False, sort_keys=False)
 
 
 def read_json(path):
@@ -226,7 +217,6 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         ``"liblinear"``).
     penalty : {"l2", "l1", "l12", "l1inf"}
     groups : None, int or "features"
-        Passed to :class:`sparsesvm.SparseSVC`.
     alpha : float
         Hyper-parameter (> 0): lambda = 1/alpha, eta = alpha * L.
     tol : float
@@ -234,7 +224,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     max_iter : int
         Iteration cap (> 0).
     solver, stopping : str
-        Passed to :class:`sparsesvm.SparseSVC`.
+        ``groups``, ``solver`` and ``stopping`` are passed to :class:`sparsesvm.SparseSVC`.
     trace : bool or int
         Record the convergence trace (``record["trace"]``: dict of equal-length
         lists): ``True`` every iteration, an int ``n`` every ``n`` iterations
@@ -267,6 +257,67 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         non-finite test scores (NaN/inf features), or an ``L`` in ``meta`` that
         does not match.
     """
+    groups, params, idx, trace = _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping,
+                                            trace, reference_coef, subset_indices, meta)
+    X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
+    n_train = int(np.shape(y_train)[0])
+    model, fit_wall, solver_used = _fit(params, X_train, y_train, groups, reference_coef)
+    train_errors = int(np.count_nonzero(model.predict(X_train) != np.asarray(y_train)))
+    del X_train
+    n_test, test_errors = _test_errors(model, features_dir)
+    errors = {"n_train": n_train, "train_errors": train_errors, "n_test": n_test, "test_errors": test_errors}
+    coef = np.asarray(model.coef, dtype=np.float64)
+    coef_full = np.hstack([coef, np.asarray(model.intercept, dtype=np.float64).reshape(-1)[:, None]])
+    record = _record(model, coef, errors, meta, fit_wall=fit_wall, method=method, penalty=penalty, groups=groups,
+                     alpha=alpha, tol=tol, max_iter=max_iter, solver=solver_used)
+    if trace:
+        if not model.trace:
+            raise ValueError(f"the estimator returned no trace for method {method!r}")
+        record["trace"] = {str(k): np.asarray(v).tolist() for k, v in model.trace.items()}
+    return to_jsonable(record), coef_full
+
+
+def _train_split(features_dir, idx, L=None):
+    """(X, y) of the training rows ``idx`` (None: all); ``ValueError`` if ``L`` is given and differs."""
+    from sparsesvm.data import features
+
+    X_train, y_train = features.load_features(features_dir, "train", indices=idx)
+    n_train = int(np.shape(y_train)[0])
+    if L is not None and int(L) != n_train:
+        raise ValueError(f"L={L!r} given but the training subset has {n_train} rows")
+    return X_train, y_train
+
+
+def _fit(params, X_train, y_train, groups, reference_coef):
+    """Fit one job's model; (a ``sparsesvm.core.LinearFit``, the fit's wall time in s, the solver recorded)."""
+    t0 = time.perf_counter()
+    model = _core.fit(params, X_train, y_train, groups=groups, reference_coef=reference_coef)
+    return model, time.perf_counter() - t0, params.solver
+
+
+def _test_errors(model, features_dir):
+    """(number of test samples, errors of ``model`` on them): the whole official test split."""
+    from sparsesvm.data import features
+
+    X_test, y_test = features.load_features(features_dir, "test")
+    y_test = np.asarray(y_test)
+    return int(y_test.shape[0]), int(np.count_nonzero(model.predict(X_test) != y_test))
+
+
+def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, trace, reference_coef,
+               subset_indices, meta):
+    """The checks of :func:`run_job` before the features are read.
+
+    Returns
+    -------
+    groups : None, int or "features"
+        Checked (``groups <= n_features`` is checked in the fit).
+    params : sparsesvm.core.FitParams
+        The fit's checked parameters (the peer's: hinge-reg, l2, solver 'liblinear').
+    idx : ndarray of int64, shape (L,), or None
+        The checked training rows.
+    trace : bool or int
+    """
     if method not in METHODS and method != PEER_METHOD:
         raise ValueError(f"unknown method {method!r}; expected one of {METHODS + (PEER_METHOD,)}")
     if penalty not in PENALTIES:
@@ -283,6 +334,9 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
             raise ValueError(f"method {PEER_METHOD!r} has no convergence trace (trace/reference_coef given)")
         if solver != "paper" or stopping != "rel_change":
             raise ValueError(f"method {PEER_METHOD!r} takes no solver/stopping option (got {solver!r}, {stopping!r})")
+        # the peer is the registry's solver "liblinear" for hinge-reg (imports scikit-learn when run)
+        params = _core.check_params("hinge-reg", "l2", alpha, tol, max_iter, DEFAULT_STEP_RATIO,
+                                    "liblinear", "auto", False)
     else:
         # the checks of SparseSVC, before the features are read (groups <= M is checked in fit)
         groups = _core.check_groups(penalty, groups, None, method)
@@ -291,46 +345,16 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     for key in ("trace", "coef_full"):
         if key in meta:
             raise ValueError(f"meta field {key!r} is reserved")
+    return groups, params, idx, trace
 
+
+def _record(model, coef, errors, meta, *, fit_wall, method, penalty, groups, alpha, tol, max_iter, solver):
+    """The record of one job (see :func:`run_job`); ``meta``'s extra fields come last.
+
+    ``errors`` holds ``n_train``, ``train_errors``, ``n_test``, ``test_errors``;
+    ``coef`` (shape (n_classes, n_features)) the weights without the biases.
+    """
     import sparsesvm
-    from sparsesvm.data import features
-
-    X_train, y_train = features.load_features(features_dir, "train", indices=idx)
-    n_train = int(np.shape(y_train)[0])
-    if "L" in meta and meta["L"] is not None and int(meta["L"]) != n_train:
-        raise ValueError(f"L={meta['L']!r} given but the training subset has {n_train} rows")
-
-    if method == PEER_METHOD:
-        from sparsesvm.estimators import CrammerSingerSVC  # imports scikit-learn
-
-        est = CrammerSingerSVC(alpha=alpha, tol=tol, max_iter=max_iter)
-        t0 = time.perf_counter()
-        est.fit(X_train, y_train)
-        fit_wall = time.perf_counter() - t0
-        model = _core.LinearFit(
-            classes=est.classes_, coef=est.coef_, intercept=est.intercept_, groups=None,
-            n_iter=est.n_iter_, converged=est.converged_, objective=est.objective_,
-            constraint_violation=est.constraint_violation_, fit_time=est.fit_time_,
-            rel_gap=float("nan"), stopping="liblinear")
-        solver_used = "liblinear"
-    else:
-        t0 = time.perf_counter()
-        model = _core.fit(params, X_train, y_train, groups=groups, reference_coef=reference_coef)
-        fit_wall = time.perf_counter() - t0
-        solver_used = solver
-
-    train_errors = int(np.count_nonzero(model.predict(X_train) != np.asarray(y_train)))
-    del X_train
-    X_test, y_test = features.load_features(features_dir, "test")
-    y_test = np.asarray(y_test)
-    n_test = int(y_test.shape[0])
-    test_errors = int(np.count_nonzero(model.predict(X_test) != y_test))
-    del X_test
-
-    coef = np.asarray(model.coef, dtype=np.float64)
-    intercept = np.asarray(model.intercept, dtype=np.float64).reshape(-1)
-    coef_full = np.hstack([coef, intercept[:, None]])
-    counts = count_weights(coef)
 
     record = {
         "dataset": meta.pop("dataset", None),
@@ -339,15 +363,15 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         "penalty": penalty,
         "groups": groups,
         "alpha": float(alpha),
-        "L": n_train,
+        "L": errors["n_train"],
         "subset": int(meta.pop("subset", 0)),
         "n_features": int(coef.shape[1]),
         "n_classes": int(coef.shape[0]),
-        "n_test": n_test,
-        "test_errors": test_errors,
-        "test_error_pct": 100.0 * test_errors / n_test,
-        "train_errors": train_errors,
-        **counts,
+        "n_test": errors["n_test"],
+        "test_errors": errors["test_errors"],
+        "test_error_pct": 100.0 * errors["test_errors"] / errors["n_test"],
+        "train_errors": errors["train_errors"],
+        **count_weights(coef),
         "fit_time_s": float(model.fit_time),
         "fit_wall_time_s": float(fit_wall),
         "n_iter": int(model.n_iter),
@@ -358,7 +382,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         "rel_gap": float(model.rel_gap),
         "tol": float(tol),
         "max_iter": int(max_iter),
-        "solver": solver_used,
+        "solver": solver,
         "stopping": model.stopping,
         "sparsesvm_version": sparsesvm.__version__,
         "source_hash": sparsesvm.source_hash(),
@@ -368,9 +392,4 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         if key in record:
             raise ValueError(f"meta field {key!r} clashes with a computed record field")
         record[key] = value
-    if trace:
-        tr = model.trace
-        if not tr:
-            raise ValueError(f"the estimator returned no trace for method {method!r}")
-        record["trace"] = {str(k): np.asarray(v).tolist() for k, v in tr.items()}
-    return to_jsonable(record), coef_full
+    return record

@@ -1,0 +1,227 @@
+"""Tests of sparsesvm.experiments.plan: the workflow's job plan, config checks, labels and
+code triggers, on plain dict configs (no Snakemake; tests/test_workflow.py runs the rules).
+
+* the training, trace and CV jobs and their paths follow the grids of the config;
+* subsets are shared by the experiments of a dataset; each experiment's products;
+* every cross-field config check refuses its case naming the key;
+* one label function: ``+solver`` in paths, ``[solver]`` in tables;
+* the code hashes: each package file in one layer; an edit changes its layer's hash only.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparsesvm.experiments import aggregate, plan
+from sparsesvm.experiments.plan import ConfigError, Plan
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_workflow import FULL, TEST, load_config  # noqa: E402
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    """config/test.yaml merged over config/config.yaml (as Snakemake merges them), results in tmp_path."""
+    return {**load_config(FULL, TEST), "results": str(tmp_path / "results")}
+
+
+def expected_train_jobs(exp):
+    n = 0
+    for grid in exp["grids"]:
+        sizes = [None] if exp["samples_per_class"] is None else grid.get("samples_per_class", exp["samples_per_class"])
+        n += len(grid["alphas"]) * sum(1 if s is None else exp["n_subsets"] for s in sizes)
+    return n
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def test_method_label_path_and_table():
+    assert plan.method_label("hinge-reg", "paper") == "hinge-reg"
+    assert plan.method_label("hinge-reg", "paper", path=True) == "hinge-reg"
+    assert plan.method_label("hinge-con", "accelerated") == "hinge-con [accelerated]"
+    assert plan.method_label("hinge-con", "accelerated", path=True) == "hinge-con+accelerated"
+    assert plan.method_label("liblinear-cs", "liblinear") == "liblinear-cs"
+    assert plan.method_label("ova", None) == "ova"
+    assert aggregate.method_label is plan.method_label  # the tables use the same function
+
+
+def test_alpha_and_size_labels():
+    assert plan.alpha_label(1.0e-2) == "0.01" and plan.alpha_label(3) == "3.0"
+    assert float(plan.alpha_label(0.1 + 0.2)) == 0.1 + 0.2
+    assert plan.size_label(None) == "all" and plan.size_label(25) == "25K"
+
+
+# --------------------------------------------------------------------------- the job plan
+
+
+def test_train_jobs_follow_the_grids(cfg):
+    p = Plan(cfg)
+    for exp_id, exp in cfg["experiments"].items():
+        files = p.run_files(exp_id)
+        assert len(files) == len(set(files)) == expected_train_jobs(exp), exp_id
+    results = cfg["results"]
+    assert f"{results}/leukemia/runs/e1/hinge-reg/l1/alpha~10.0/L~all/subset~0.json" in p.run_files("e1")
+    e4 = p.run_files("e4", method="hinge-con+accelerated")
+    assert e4 == [f"{results}/mnist/runs/e4/hinge-con+accelerated/l1inf/alpha~{a}/L~2K/subset~0.json"
+                  for a in ("0.01", "0.1")]
+    # a grid's own samples_per_class restricts its sizes (E5's l1,inf at 3K only)
+    assert {Path(f).parent.name for f in p.run_files("e5", penalty="l1inf")} == {"L~3K"}
+
+
+def test_trace_and_cv_jobs(cfg):
+    p = Plan(cfg)
+    e4 = cfg["experiments"]["e4"]
+    traces = p.trace_files("e4")
+    assert len(traces) == len(e4["trace"]["methods"]) * len(e4["samples_per_class"]) * e4["trace"]["n_subsets"]
+    assert f"{cfg['results']}/mnist/traces/e4/hinge-reg+accelerated/l1inf/L~2K/subset~0.json" in traces
+    assert p.trace_files("e2") == []
+    assert len(p.cv_files("e1")) == 2 * len(p.run_files("e1"))
+    assert p.cv_files("e2") == [] and p.cv_folds("e2") == 0
+    assert p.cv_files("e1")[0].endswith("/subset~0/fold~0.json")
+
+
+def test_subsets_shared_by_the_experiments_of_a_dataset(cfg):
+    p = Plan(cfg)
+    # E2: sizes 2, 3 with 2 subsets; E4: 2 with 1; E5: 2, 3 with 1 -> the union, most subsets
+    assert p.subset_sizes("mnist") == {2: 2, 3: 2}
+    assert p.subset_sizes("leukemia") == {}
+    assert len(p.all_subset_files("mnist")) == 4
+    # every experiment counts, selected or not
+    cfg["run"] = ["e1"]
+    assert Plan(cfg).subset_sizes("mnist") == {2: 2, 3: 2}
+    assert Plan(cfg).selected_experiments() == ["e1"]
+    cfg["run"], cfg["datasets"] = ["e1", "e2"], ["mnist"]
+    assert Plan(cfg).selected_experiments() == ["e2"]
+
+
+def test_product_files_and_settings(cfg):
+    p = Plan(cfg)
+    e1 = p.product_files("e1")
+    assert e1[:3] == p.table1 and p.runs_table("e1") in e1 and set(p.run_files("e1")) <= set(e1)
+    e4 = p.product_files("e4")
+    assert e4[:2] == p.figures[3] and set(p.trace_files("e4")) <= set(e4)
+    assert p.traces_table("e4") == f"{cfg['results']}/mnist/tables/e4_traces.csv"
+    assert p.train_settings("e4", "hinge-reg+accelerated", "l1inf") == dict(
+        method="hinge-reg", groups=81, tol=1.0e-3, max_iter=200, solver="accelerated", stopping="gap")
+    assert p.train_settings("e1", "ova", "l12")["stopping"] == "rel_change"
+    assert p.downloads_of("news20") == {"tarball": f"{cfg['results']}/downloads/news20/20news-bydate.tar.gz"}
+
+
+def test_results_root_is_normalised(cfg):
+    cfg["results"] = cfg["results"] + "/"
+    assert not Plan(cfg).results.endswith("/")
+
+
+# --------------------------------------------------------------------------- config checks
+
+
+def test_shipped_configs_pass(cfg):
+    plan.check_finite(cfg)
+    plan.check_config(cfg)
+    plan.check_sizes(cfg)
+
+
+def test_non_finite_numbers_named():
+    with pytest.raises(ConfigError, match=r"^experiments\.e1\.grids\[0\]\.alphas\[1\]: inf is not a finite"):
+        plan.check_finite({"experiments": {"e1": {"grids": [{"alphas": [1.0, float("inf")]}]}}})
+    with pytest.raises(ConfigError, match=r"^tol: nan"):
+        plan.check_finite({"tol": float("nan")})
+
+
+def _grid(cfg, exp_id, i=0):
+    return cfg["experiments"][exp_id]["grids"][i]
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: _grid(c, "e3").update(method="ova"),
+         r"experiments\.e3\.grids\[0\]\.groups: method 'ova' cannot use across-class groups"),
+        (lambda c: _grid(c, "e5", 2).update(penalty="l1"),
+         r"experiments\.e5\.grids\[2\]\.method: 'liblinear-cs' solves the l2 problem only"),
+        (lambda c: _grid(c, "e1").update(groups=5),
+         r"experiments\.e1\.grids\[0\]\.groups: penalty 'l2' takes groups=None"),
+        (lambda c: _grid(c, "e1", 10).update(groups=None),
+         r"experiments\.e1\.grids\[10\]\.groups: penalty 'l12' needs groups"),
+        (lambda c: _grid(c, "e1", 11).update(groups=4),
+         r"experiments\.e1\.grids\[11\]\.groups: penalty 'l12' is used with groups 5 and 4"),
+        (lambda c: _grid(c, "e1", 1).update(method="hinge-reg"),
+         r"experiments\.e1\.grids\[1\]: penalty 'l2' x method 'hinge-reg' appears twice"),
+        (lambda c: _grid(c, "e4", 2).update(solver="accelerated"),
+         r"experiments\.e4\.grids\[2\]\.solver: 'accelerated' solves \[.*'hinge-reg'.*\] only, got method 'hinge-lin'"),
+        (lambda c: _grid(c, "e4", 6).update(stopping="rel_change"),
+         r"experiments\.e4\.grids\[6\]\.stopping: the accelerated solver stops on the certified gap"),
+        (lambda c: _grid(c, "e5", 3).update(samples_per_class=[4]),
+         r"experiments\.e5\.grids\[3\]\.samples_per_class: \[4\] not in experiments\.e5\.samples_per_class"),
+        (lambda c: c["experiments"]["e1"].update(n_subsets=2),
+         r"experiments\.e1\.n_subsets must be 1 when experiments\.e1\.samples_per_class is null"),
+        (lambda c: c["experiments"]["e1"].update(samples_per_class=[2]),
+         r"experiments\.e1\.samples_per_class: leukemia is trained on its whole training split"),
+        (lambda c: c["experiments"]["e5"].update(samples_per_class=None),
+         r"experiments\.e5\.samples_per_class: mnist needs training subset sizes"),
+        (lambda c: c["experiments"]["e4"]["trace"].update(n_subsets=2),
+         r"experiments\.e4\.trace\.n_subsets \(2\) exceeds experiments\.e4\.n_subsets \(1\)"),
+        (lambda c: c["experiments"]["e4"]["trace"].update(methods=["ova+accelerated"]),
+         r"experiments\.e4\.trace\.methods: \['ova\+accelerated'\] have no grid"),
+        (lambda c: c["downloads"]["leukemia"]["train"].update(file="mnist/x.tsv"),
+         r"downloads\.leukemia\.train\.file: 'mnist/x\.tsv' must lie in the folder of its dataset"),
+        (lambda c: c["downloads"]["leukemia"]["train"].update(file="leukemia/data_set_ALL_AML_independent.tsv"),
+         r"downloads\.leukemia\.test\.file: .* is also downloads\.leukemia\.train\.file"),
+        (lambda c: c.update(mirror="/nonexistent/mirror"), r"mirror: '/nonexistent/mirror' is not a directory"),
+    ],
+    ids=["ova-features", "peer-l1", "l2-groups", "l12-no-groups", "two-groupings", "twice", "accelerated-method",
+         "accelerated-stopping", "grid-size", "whole-split-subsets", "leukemia-sizes", "mnist-no-sizes",
+         "trace-subsets", "trace-method", "download-folder", "download-twice", "mirror"],
+)
+def test_config_checks_name_the_key(cfg, edit, message):
+    edit(cfg)
+    with pytest.raises(ConfigError, match=message):
+        plan.check_config(cfg)
+
+
+def test_sizes_against_the_real_data(cfg):
+    strict = copy.deepcopy(cfg)
+    strict["strict_sizes"] = True
+    strict["experiments"]["e3"]["samples_per_class"] = [400]
+    with pytest.raises(ConfigError, match="experiments.e3.samples_per_class: 400 samples per class requested, "
+                                          "but the smallest training class of the real news20 data has 377"):
+        plan.check_sizes(strict)
+    _grid(cfg, "e2").update(groups=4000)  # 81 scattering channels x 7 x 7 = 3969 features
+    with pytest.raises(ConfigError, match=r"experiments\.e2\.grids\[0\]\.groups: block size 4000 exceeds the 3969"):
+        plan.check_sizes(cfg)
+
+
+# --------------------------------------------------------------------------- code triggers
+
+
+def test_every_package_file_has_one_layer():
+    layers = {plan.code_layer(p.relative_to(plan.PACKAGE_DIR).as_posix()) for p in plan.PACKAGE_DIR.rglob("*.py")}
+    assert layers == {"train", "data", "report", "cv", "workflow"}
+    assert plan.code_layer("core.py") == plan.code_layer("solvers/paper.py") == plan.code_layer("model/operator.py")
+    assert plan.code_layer("experiments/runner.py") == "train"
+    assert plan.code_layer("data/features.py") == "data"
+    assert plan.code_layer("experiments/figures.py") == "report"
+    assert plan.code_layer("experiments/plan.py") == "workflow"
+
+
+def test_code_hash_changes_with_its_layer_only(tmp_path):
+    pkg = tmp_path / "sparsesvm"
+    shutil.copytree(plan.PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    layers = ("data", "train", "report", "cv", "workflow")
+    before = {layer: plan.code_hash(layer, package_dir=pkg) for layer in layers}
+    assert before == {layer: plan.code_hash(layer) for layer in layers}  # the same files, the same hashes
+    assert len(set(before.values())) == len(layers)
+    for rel, layer in [("solvers/paper.py", "train"), ("experiments/figures.py", "report"),
+                       ("experiments/cv.py", "cv"), ("data/subsets.py", "data"), ("experiments/lock.py", "workflow")]:
+        path = pkg / rel
+        path.write_text(path.read_text() + "\n# edited\n")
+        after = {other: plan.code_hash(other, package_dir=pkg) for other in layers}
+        assert {other for other in layers if after[other] != before[other]} == {layer}, rel
+        before = after
+    assert plan.code_hash("train", "cv", package_dir=pkg) not in (before["train"], before["cv"])
