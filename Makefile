@@ -1,7 +1,7 @@
 # Two entry points for a new user (see README.md):
 #   make reproduce   set up .venv and run the reproduction (CONFIG=config/quick.yaml for the miniature,
 #                    MIRROR=/path/to/data to read the datasets from a local mirror, CORES=N)
-#   make test        set up .venv and run the test suite
+#   make test        set up .venv and run the test suite (make lint: ruff, as CI runs it)
 #   make record      the record run (config/record.yaml) of the experiments in EXP, then publish
 #                    their outputs, the paper comparison and provenance into docs/results/
 # Extra Snakemake options and targets: ARGS, e.g. make reproduce ARGS="--keep-going",
@@ -26,7 +26,7 @@ RECORD_CMD = $(VENV)/bin/snakemake --cores $(CORES) --configfile config/record.y
 
 STAMP := $(VENV)/.installed
 
-.PHONY: venv reproduce quick test report record clean-venv
+.PHONY: venv reproduce quick test lint report record clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,9 @@ report: $(STAMP)
 test: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
 		$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 clean-venv:
 	rm -rf $(VENV)

@@ -181,7 +181,8 @@ def tiny_news_docs(n_docs, group, rng):
     """Documents of one group: a few group-specific words among common ones."""
     common = ["the", "and", "message", "subject", "from", "organization", "lines", "reply",
               "question", "people", "think", "know", "good", "time", "work"]
-    own = [w for w in group.replace("-", ".").split(".") if w] + [f"{''.join(ch for ch in group if ch.isalpha())}{i}" for i in range(4)]
+    letters = "".join(ch for ch in group if ch.isalpha())
+    own = [w for w in group.replace("-", ".").split(".") if w] + [f"{letters}{i}" for i in range(4)]
     docs = []
     for _ in range(n_docs):
         words = list(rng.choice(common, size=25)) + list(rng.choice(own, size=8))

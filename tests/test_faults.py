@@ -33,7 +33,7 @@ import yaml
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 import fixtures_data  # noqa: E402
-from test_workflow import REPO, TEST, job_stats, load_config, smk, snakemake_exe  # noqa: E402
+from workflow_helpers import REPO, TEST, job_stats, load_config, smk, snakemake_exe  # noqa: E402
 
 from sparsesvm._io import atomic_path, save_npy, write_json  # noqa: E402
 from sparsesvm.data.download import ChecksumError, check_downloads, download  # noqa: E402
@@ -165,8 +165,7 @@ def test_known_class_counts_are_the_real_data(mirror_dir):
 def test_outputs_get_the_mode_of_a_plain_open(tmp_path, umask):
     """Job records, features, subsets: 0o666 & ~umask like every other
     output (0644 with umask 022), not mkstemp's owner-only 0600."""
-    from sparsesvm.data import features
-    from sparsesvm.data import subsets
+    from sparsesvm.data import features, subsets
     from sparsesvm.experiments import runner
 
     old = os.umask(umask)
@@ -431,7 +430,8 @@ def test_huge_but_finite_features_get_a_value_error_saying_what_to_do(scale, n, 
 
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((n, 5)), np.arange(n) % 3
-    with np.errstate(all="ignore"), pytest.raises(ValueError, match="too large for float64.*Rescale X, e.g. divide it by"):
+    too_large = "too large for float64.*Rescale X, e.g. divide it by"
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match=too_large):
         SparseSVC(method=method, penalty="l1", alpha=1.0, max_iter=50).fit(X * scale, y)
 
 

@@ -25,7 +25,8 @@ import importlib
 from pathlib import Path
 
 try:
-    from importlib.metadata import PackageNotFoundError, version as _version
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _version
 
     __version__ = _version("sparsesvm")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree

@@ -1,5 +1,5 @@
 # The config, checked, and the job plan: sparsesvm.experiments.plan (pure Python,
-# unit-tested in tests/test_plan.py) computes the jobs, paths, config checks and code
+# unit-tested in tests/experiments/test_plan.py) computes the jobs, paths, config checks and code
 # triggers; this file keeps what needs Snakemake (the schema check, the rules' input
 # functions, the results lock). Everything here runs when the DAG is built.
 

@@ -467,11 +467,11 @@ def _claim_C7(t):
     outs, details = [], []
     for pen in sorted(df["penalty"].unique()):
         for L in sorted(df["L"].unique()):
-            def series(m):
+            def series(m, pen=pen, L=L):
                 items = {s: w for (mm, pp, LL, s), (w, _) in widths.items() if (mm, pp, LL) == (m, pen, L)}
                 return pd.Series(items, dtype=float).sort_index()
 
-            def edge(m):
+            def edge(m, pen=pen, L=L):
                 return any(e for (mm, pp, LL, _), (_, e) in widths.items() if (mm, pp, LL) == (m, pen, L))
 
             for a in hinge:
@@ -768,7 +768,8 @@ def compare(tables, paper, cv=None):
                          "difference": r.cv_test_error_pct - r.best_test_error_pct, "verdict": "",
                          "statement": f"CV alphas by subset {r.cv_alphas}; best alpha {r.best_alpha:.3g}"})
     for c in claims:
-        rows.append({"section": "claim", "item": c["claim"], "quantity": c["statement"], "paper": c["paper"] or c["quote"],
+        rows.append({"section": "claim", "item": c["claim"], "quantity": c["statement"],
+                     "paper": c["paper"] or c["quote"],
                      "reproduction": c["reproduction"], "difference": np.nan, "verdict": c["verdict"],
                      "statement": c["quote"]})
         for d in c["details"]:
@@ -806,7 +807,8 @@ def to_markdown(t1, claims, subsets=None, cv=None):
                                                                 f"**{c['verdict']}**")) + " |")
     has_cv = "cv_errors" in t1.columns and t1["cv_errors"].notna().any()
     lines += ["", "## Table 1, cell by cell", "",
-              "| regulariser | paper column | method | paper errors | errors | diff | paper non-zeros | non-zeros | alpha |"
+              "| regulariser | paper column | method | paper errors | errors | diff "
+              "| paper non-zeros | non-zeros | alpha |"
               + (" errors at the CV alpha |" if has_cv else ""),
               "|---|---|---|---|---|---|---|---|---|" + ("---|" if has_cv else "")]
     for r in t1.itertuples():

@@ -12,7 +12,6 @@ training job at that alpha, beside the best alpha by test error.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .aggregate import best_alpha
 

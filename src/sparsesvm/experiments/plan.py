@@ -2,7 +2,7 @@
 
 ``workflow/rules/common.smk`` reads the config and calls this module; everything
 here runs when the DAG is built, before any job, and is unit-tested on plain dict
-configs (``tests/test_plan.py``).
+configs (``tests/experiments/test_plan.py``).
 
 - **Config checks** a JSON schema cannot express (the schema,
   ``workflow/schemas/config.schema.yaml``, checks types, bounds and unknown keys):
@@ -406,7 +406,8 @@ class Plan:
     def cv_tables(self, exp_id):
         """The CV tables of an experiment: runs, alphas, summary (csv)."""
         dataset = self.experiment(exp_id)["dataset"]
-        return [f"{self.results}/{dataset}/tables/{exp_id}_{name}.csv" for name in ("cv_runs", "cv_alpha", "cv_summary")]
+        names = ("cv_runs", "cv_alpha", "cv_summary")
+        return [f"{self.results}/{dataset}/tables/{exp_id}_{name}.csv" for name in names]
 
     def train_settings(self, exp_id, method_label, penalty):
         """The fit settings of the training jobs of one curve (``method_label`` as in the paths)."""

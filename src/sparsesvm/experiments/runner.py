@@ -31,8 +31,8 @@ import time
 
 import numpy as np
 
-from .. import core as _core
 from .. import _io
+from .. import core as _core
 from ..solvers import DEFAULT_STEP_RATIO
 
 __all__ = [
@@ -329,7 +329,8 @@ def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, 
     trace = _core._check_trace(False if trace is None else trace)
     if method == PEER_METHOD:
         if penalty != "l2" or groups is not None:
-            raise ValueError(f"method {PEER_METHOD!r} fits the l2 problem only; got penalty={penalty!r}, groups={groups!r}")
+            raise ValueError(f"method {PEER_METHOD!r} fits the l2 problem only; "
+                             f"got penalty={penalty!r}, groups={groups!r}")
         if trace or reference_coef is not None:
             raise ValueError(f"method {PEER_METHOD!r} has no convergence trace (trace/reference_coef given)")
         if solver != "paper" or stopping != "rel_change":

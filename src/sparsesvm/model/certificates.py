@@ -50,8 +50,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .operator import MulticlassOperator
 from .losses import hinge_loss, margins, ova_signs, smooth_loss
+from .operator import MulticlassOperator
 from .penalties import Penalty, check_groups, make_penalty
 
 __all__ = [
@@ -291,7 +291,6 @@ def feasible_scaling(TX, R, eta):
         theta, or None when no theta >= 0 is feasible.
     """
     L = TX.shape[0]
-    ar = np.arange(L)
     theta = 0.0
     for _ in range(10 * L + 50):
         Z = theta * TX + R

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+
 from .._sparse import issparse
 
 __all__ = ["MulticlassOperator", "power_norm", "EXACT_NORM_MAX_SIZE", "MAX_NORM"]

@@ -38,7 +38,7 @@ Compiled form: the prox of each class is also computed by one branch of the
 numba kernel :func:`sparsesvm.solvers._kernels_jit.step` (fused with the
 solvers' shift and stopping sums); the class names its branch
 (``kernel_code``) and block argument (``kernel_block``) in
-:meth:`Penalty.compiled_form`, and ``tests/test_kernels.py`` checks the kernel
+:meth:`Penalty.compiled_form`, and ``tests/solvers/test_kernels.py`` checks the kernel
 against :meth:`Penalty.prox` on random inputs.
 
 ``prox`` keeps the float dtype of ``X`` (float32 stays float32, integers give

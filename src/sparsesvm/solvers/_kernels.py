@@ -38,7 +38,6 @@ import sys
 
 import numpy as np
 
-
 #: smallest (M + 1) * K for which the compiled step is used
 MIN_SIZE = 10_000
 

@@ -362,7 +362,10 @@ class DualStep(ABC):
         self.tau = self.sigma = None
 
     def prepare(self, size):
-        """Compile or load a kernel for ``size`` parameters (before the clock starts)."""
+        """Compile or load a kernel for ``size`` parameters (before the clock starts).
+
+        A hook: the default has no kernel to prepare."""
+        return None
 
     @abstractmethod
     def step_norm(self):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._sparse import issparse
+from ..model.losses import logistic_loss, squared_hinge_loss
 from ..model.projections import _project_simplex
 from ._loop import (
     DEFAULT_STEP_RATIO,
@@ -44,7 +45,6 @@ from ._loop import (
     primal_dual,
     trace_every,
 )
-from ..model.losses import logistic_loss, squared_hinge_loss
 from .paper import ConstrainedDual
 
 __all__ = ["hinge_lin", "SlackDual", "square", "logit", "ova", "liblinear_cs", "SMOOTH_SCHEMES"]

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _kernels
 from ..model.losses import hinge_loss
 from ..model.projections import _project_epigraph_hinge, _project_halfspace, _project_simplex
+from . import _kernels
 from ._loop import DEFAULT_STEP_RATIO, DualStep, check_weight, primal_dual
 
 __all__ = [

@@ -14,8 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from . import highs
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
+from . import highs
 
 __all__ = ["_Master", "_Pricing", "_column_generation", "SLACK_COST_START", "SLACK_COST_MAX"]
 

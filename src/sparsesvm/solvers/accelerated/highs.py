@@ -17,7 +17,7 @@ def _backend():
     try:
         from scipy.optimize._highspy import _core as core
 
-        core._Highs, core.kHighsInf, core.HighsModelStatus.kOptimal
+        _ = core._Highs, core.kHighsInf, core.HighsModelStatus.kOptimal  # AttributeError if absent
         return core, core._Highs
     except (ImportError, AttributeError):
         pass

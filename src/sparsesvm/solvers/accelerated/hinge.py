@@ -77,15 +77,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ...model.certificates import hinge_con_gap, hinge_reg_gap
+from ...model.operator import MulticlassOperator
+from ...model.penalties import make_penalty
+from ..registry import model_parameters, register_solver
 from . import highs
 from . import l2dual as _l2dual
 from .colgen import _column_generation
 from .pdhg import _pdhg, _Problem
 from .qp import QP_MAX_VARS, QP_TIME_LIMIT, _best_biases, _l2_dual_qp
-from ...model.certificates import hinge_con_gap, hinge_reg_gap
-from ...model.penalties import make_penalty
-from ...model.operator import MulticlassOperator
-from ..registry import model_parameters, register_solver
 
 __all__ = ["AcceleratedResult", "hinge_reg", "hinge_con", "DEFAULTS"]
 

@@ -280,7 +280,7 @@ class _Units:
     """The coordinate blocks of W, their columns of Phi and their steps."""
 
     def __init__(self, Phi, geo):
-        M, K = geo.n_features, geo.n_classes
+        M = geo.n_features
         self.size = geo.group_shape[1] if geo.layout == "blocks" else 1
         self.starts = np.arange(0, M, self.size)
         self.stops = np.minimum(self.starts + self.size, M)

@@ -22,11 +22,11 @@ import pytest
 import scipy.sparse as sp
 
 from sparsesvm import solvers as S
-from sparsesvm.solvers import _loop
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import make_penalty
+from sparsesvm.solvers import _loop
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cvx_reference as C  # noqa: E402
 from conftest import make_random_problem  # noqa: E402
 

@@ -4,11 +4,11 @@ import json
 import re
 from pathlib import Path
 
+import fixtures_data as fd
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import fixtures_data as fd
 from sparsesvm.data import features
 from sparsesvm.data.mnist import read_mnist_images
 from sparsesvm.data.news20 import load_news20

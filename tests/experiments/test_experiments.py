@@ -12,8 +12,8 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import save_blob_features
+
 from sparsesvm.experiments import aggregate, figures, runner, tables
 
 # --------------------------------------------------------------------------- synthetic records
@@ -340,7 +340,7 @@ def test_accuracy_sparsity_figure_bad_band():
 
 def _traces(df, best, extra_alpha=True):
     rows = []
-    for (meth, solver, L), part in df.groupby(["method", "solver", "L"]):
+    for (meth, solver, L), _part in df.groupby(["method", "solver", "L"]):
         if meth == "square":
             continue  # a method without trace: no line
         curve = aggregate.method_label(meth, solver)
@@ -419,7 +419,7 @@ def test_l2_timing_figure_structure():
     df, sdf = _e5_frames()
     fig = figures.make_l2_timing_figure(df, sparse_df=sdf, title="Figure 4")
     assert len(fig.axes) == len(Ls) + 1
-    for j, L in enumerate(Ls):
+    for j in range(len(Ls)):
         ax = fig.axes[j]
         assert ax.get_xscale() == ax.get_yscale() == "log"
         assert _gids(ax, "line") == sorted(f"line:{m}" for m in best_idx)

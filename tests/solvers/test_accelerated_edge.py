@@ -7,14 +7,14 @@ with different labels. Each result must reach the CVXPY optimum to 1e-6
 relative, and its certified relative gap must bound its true suboptimality.
 """
 
+import cvx_reference as cr
 import numpy as np
 import pytest
+from conftest import make_random_problem
 from sklearn import datasets
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-import cvx_reference as cr
-from conftest import make_random_problem
 from sparsesvm.solvers.accelerated import hinge as acc
 
 

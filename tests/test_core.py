@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from conftest import save_blob_features
+
 from sparsesvm import core
 from sparsesvm.experiments import runner
 
@@ -33,7 +32,8 @@ def _run(code, *args):
 def test_core_import_pulls_no_sklearn():
     code = ("import sys; import sparsesvm.core as c; c.check_params('hinge-reg', 'l1', 1.0, 1e-3, 10, "
             "100.0, 'paper', 'auto', False); "
-            "print([m for m in ('sklearn', 'sparsesvm.solvers.accelerated.hinge', 'scipy.optimize') if m in sys.modules])")
+            "print([m for m in ('sklearn', 'sparsesvm.solvers.accelerated.hinge', 'scipy.optimize') "
+            "if m in sys.modules])")
     assert _run(code).strip() == "[]"
 
 

@@ -9,10 +9,10 @@ import urllib.request
 from functools import partial
 from pathlib import Path
 
+import fixtures_data as fd
 import numpy as np
 import pytest
 
-import fixtures_data as fd
 from sparsesvm.data import sources
 from sparsesvm.data.download import (
     ChecksumError,
@@ -295,7 +295,7 @@ def test_downloads_table_is_a_valid_config_default():
     """DOWNLOADS is the default of the workflow config's `downloads`: the schema accepts it."""
     jsonschema = pytest.importorskip("jsonschema")  # a dependency of Snakemake, not of the package
     yaml = pytest.importorskip("yaml")
-    schema_file = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+    schema_file = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
     schema = yaml.safe_load(schema_file.read_text())
     sub = {**schema["properties"]["downloads"], "$defs": schema["$defs"]}
     jsonschema.validate(DOWNLOADS, sub)

@@ -1,13 +1,13 @@
 """Tests of sparsesvm.solvers.accelerated.hinge against CVXPY/Clarabel (tests/cvx_reference.py)."""
 
+import cvx_reference as cr
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import cvx_reference as cr
+from sparsesvm.estimators import SparseSVC
 from sparsesvm.solvers.accelerated import colgen, highs
 from sparsesvm.solvers.accelerated import hinge as acc
-from sparsesvm.estimators import SparseSVC
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]

@@ -4,8 +4,8 @@ definition (T X)[l, k] = S[l, k] - S[l, z_l], for dense and CSR features."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from conftest import make_random_problem
+
 from sparsesvm.model.operator import MulticlassOperator, power_norm
 
 

@@ -9,19 +9,19 @@ import json
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import tomllib
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-TESTS = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 import fixtures_data  # noqa: E402
-from test_workflow import FULL, TEST, expected_train_jobs, job_stats, load_config, smk, train_wildcards  # noqa: E402
+from workflow_helpers import FULL, TEST, expected_train_jobs, job_stats, load_config, smk, train_wildcards  # noqa: E402
 
 RECORD = REPO / "config" / "record.yaml"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -142,7 +142,7 @@ def comparison_run(tmp_path_factory):
     """`snakemake all` (every product and the paper comparison) with config/test.yaml on the
     tiny fixture mirror.
 
-    ``$SPARSESVM_TINY_RUN_DIR`` reuses a directory (as tests/test_workflow.py)."""
+    ``$SPARSESVM_TINY_RUN_DIR`` reuses a directory (as tests/workflow/test_workflow.py)."""
     given = os.environ.get("SPARSESVM_TINY_RUN_DIR")
     root = Path(given) if given else tmp_path_factory.mktemp("comparison")
     mirror = root / "mirror"

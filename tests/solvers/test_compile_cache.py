@@ -24,12 +24,11 @@ import pytest
 from conftest import make_random_problem
 
 from sparsesvm import solvers
-from sparsesvm.solvers import baselines
-from sparsesvm.solvers import _kernels
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import make_penalty
+from sparsesvm.solvers import _kernels, baselines
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 # One job as the workflow runs it: the fit core of SparseSVC (sparsesvm.core.fit) on a
 # (30, 3969) problem with K = 10 and l1inf groups of 81 (E2's shape), 5 iterations.

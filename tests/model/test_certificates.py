@@ -5,12 +5,12 @@ Clarabel), and the *dual* optimum from a CVXPY model of the dual problems writte
 here from their definitions (not from the package code).
 """
 
+import cvx_reference as cr
 import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import cvx_reference as cr
 from sparsesvm.model.certificates import (
     certify,
     circulation_part,

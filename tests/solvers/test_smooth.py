@@ -6,16 +6,15 @@ checked by what it claims: ``gap = P(X) - D >= P(X) - P*`` at any X (weak
 duality), and ``gap ~ 0`` at the optimum.
 """
 
+import cvx_reference as cr
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-import cvx_reference as cr
 from conftest import make_random_problem
+
 from sparsesvm import SparseSVC
 from sparsesvm import solvers as S
 from sparsesvm.model.certificates import smooth_gap
-from sparsesvm.model.penalties import make_penalty
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import make_penalty
 

@@ -1,5 +1,5 @@
 """Tests of sparsesvm.experiments.plan: the workflow's job plan, config checks, labels and
-code triggers, on plain dict configs (no Snakemake; tests/test_workflow.py runs the rules).
+code triggers, on plain dict configs (no Snakemake; tests/workflow/test_workflow.py runs the rules).
 
 * the training, trace and CV jobs and their paths follow the grids of the config;
 * subsets are shared by the experiments of a dataset; each experiment's products;
@@ -20,8 +20,8 @@ import pytest
 from sparsesvm.experiments import aggregate, plan
 from sparsesvm.experiments.plan import ConfigError, Plan
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_workflow import FULL, TEST, load_config  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from workflow_helpers import FULL, TEST, load_config  # noqa: E402
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ upper bound), and the rule costs what it says.
 """
 import numpy as np
 import pytest
-
 from conftest import make_random_problem
 from cvx_reference import solve as cvx_solve
+
 from sparsesvm import SparseSVC
 
 

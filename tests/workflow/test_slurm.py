@@ -17,7 +17,7 @@ Needs root and apt-get (or slurm-wlm + munge already installed) and no foreign
 /etc/slurm/slurm.conf; skips with the reason otherwise, or fails instead when
 SPARSESVM_REQUIRE_SLURM=1 (CI). 4-5 minutes on 2 cores, plus ~15 s of apt-get.
 
-    pytest -m slurm tests/test_slurm.py -s     # -s shows the measured times
+    pytest -m slurm tests/workflow/test_slurm.py -s     # -s shows the measured times
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ import pytest
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SNAKEFILE = ROOT / "Snakefile"
 TEST_CONFIG = ROOT / "config" / "test.yaml"
-SLURM_DIR = Path(__file__).resolve().parent / "slurm"
+SLURM_DIR = Path(__file__).resolve().parents[1] / "slurm"
 LOCAL_SLURM = SLURM_DIR / "local_slurm.sh"
 CONF = Path("/etc/slurm/slurm.conf")
 CONF_MARKER = "# written by sparsesvm tests/slurm/local_slurm.sh"
@@ -48,7 +48,7 @@ TARGET = "figure1"
 #: wall-clock bound of one snakemake run; SIGINT makes snakemake cancel its SLURM jobs
 RUN_TIMEOUT_S = 1200
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(SLURM_DIR))
 
 
@@ -171,9 +171,8 @@ def _snakemake_cmd(workdir, results, mirror, overlay_file, *extra):
 @pytest.fixture(scope="module")
 def runs(slurm_cluster, tmp_path_factory):
     """The same target run through the SLURM profile and locally (side by side)."""
-    import yaml
-
     import fixtures_data
+    import yaml
     from make_profile import merged_profile, write_test_profile
 
     root = tmp_path_factory.mktemp("slurm-run")
@@ -211,7 +210,8 @@ def runs(slurm_cluster, tmp_path_factory):
     assert local.returncode == 0, f"local run failed:\n{(local.stdout + local.stderr)[-6000:]}"
     if slurm_rc != 0:
         logs = "\n".join(
-            f"--- {p}\n{p.read_text()[-3000:]}" for p in sorted(out["slurm"]["workdir"].glob(".snakemake/slurm_logs/**/*.log"))
+            f"--- {p}\n{p.read_text()[-3000:]}"
+            for p in sorted(out["slurm"]["workdir"].glob(".snakemake/slurm_logs/**/*.log"))
         )
         raise AssertionError(f"SLURM run failed ({slurm_rc}):\n{slurm_out[-6000:]}\n{logs[-8000:]}")
     out["n_train"] = n_train

@@ -1,7 +1,7 @@
 """The compiled primal step (sparsesvm.solvers._kernels) against the numpy proxes.
 
 The numpy proxes of sparsesvm.model.penalties are themselves checked against CVXPY
-and Moreau's identity (tests/test_penalties.py); here the fused kernel must
+and Moreau's identity (tests/model/test_penalties.py); here the fused kernel must
 give the same point, the same two inner products, and the solvers the same
 iterates with and without it.
 """
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from sparsesvm import solvers
-from sparsesvm.solvers import _kernels
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import L1InfPenalty, make_penalty
+from sparsesvm.solvers import _kernels
 
 pytest.importorskip("numba")
 

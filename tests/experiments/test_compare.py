@@ -18,7 +18,7 @@ import yaml
 
 from sparsesvm.experiments import compare
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PAPER = REPO / "workflow" / "resources" / "paper.yaml"
 CLAIMS_MD = REPO.parent / "shared" / "paper" / "claims.md"
 

@@ -2,16 +2,16 @@
 free biases by the method of multipliers, against CVXPY/Clarabel and the other
 l2 engines (issue 16)."""
 
+import cvx_reference as cr
 import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn import datasets
 
-import cvx_reference as cr
-from sparsesvm.solvers.accelerated import l2dual as _l2dual
-from sparsesvm.solvers.accelerated import hinge as acc
 from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.solvers.accelerated import hinge as acc
+from sparsesvm.solvers.accelerated import l2dual as _l2dual
 
 
 def _fit(method, Phi, y, K, par, **kw):

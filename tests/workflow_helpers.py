@@ -1,0 +1,109 @@
+"""Running the workflow from tests: the config files, Snakemake on a temporary directory,
+the job counts of its output (shared by the workflow, publishing, plan and fault tests)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "Snakefile"
+FULL = REPO / "config" / "config.yaml"
+QUICK = REPO / "config" / "quick.yaml"
+TEST = REPO / "config" / "test.yaml"
+TESTS = Path(__file__).resolve().parent
+
+PENALTIES = ["l2", "l1", "l12", "l1inf"]
+E1_METHODS = ["hinge-reg", "hinge-con", "square", "logit", "ova"]
+
+
+def snakemake_exe():
+    exe = Path(sys.executable).with_name("snakemake")
+    if exe.exists():
+        return str(exe)
+    found = shutil.which("snakemake")
+    if found is None:
+        pytest.skip("snakemake is not installed (pip install -e .[workflow])")
+    return found
+
+
+def smk(workdir, *args, targets=(), configfiles=(), config=None, check=True, timeout=900):
+    """Run snakemake on the repository's Snakefile with `workdir` as working directory.
+
+    Targets go first: options such as --quiet and --config take several values."""
+    cmd = [snakemake_exe(), *targets, "--snakefile", str(SNAKEFILE), "--directory", str(workdir)]
+    if configfiles:  # one option with every file: a second --configfile would replace the first
+        cmd += ["--configfile", *map(str, configfiles)]
+    if config:
+        cmd += ["--config"] + [f"{k}={v}" for k, v in config.items()]
+    cmd += list(args)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    out = proc.stdout + proc.stderr
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}): {' '.join(cmd)}\n{out[-6000:]}")
+    return proc.returncode, out
+
+
+def load_config(*paths):
+    """The merged config as Snakemake builds it (key-by-key dict merge, lists replaced)."""
+    def merge(a, b):
+        for k, v in b.items():
+            if isinstance(v, dict) and isinstance(a.get(k), dict):
+                merge(a[k], v)
+            else:
+                a[k] = v
+        return a
+
+    cfg = {}
+    for p in paths:
+        merge(cfg, yaml.safe_load(Path(p).read_text()))
+    return cfg
+
+
+def expected_train_jobs(cfg):
+    """Training jobs per experiment, computed from the config (independently of the workflow)."""
+    counts = {}
+    for exp_id, exp in cfg["experiments"].items():
+        n = 0
+        for grid in exp["grids"]:
+            if exp["samples_per_class"] is None:
+                n += len(grid["alphas"])
+            else:
+                sizes = grid.get("samples_per_class", exp["samples_per_class"])
+                n += len(grid["alphas"]) * len(sizes) * exp["n_subsets"]
+        counts[exp_id] = n
+    return counts
+
+
+def job_stats(output):
+    """Parse the 'Job stats' table of a snakemake run or dry run into {rule: count}."""
+    m = re.search(r"Job stats:\n(.*?)\n\s*total\s+(\d+)", output, re.S)
+    if m is None:
+        return {}
+    stats = {}
+    for line in m.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            stats[parts[0]] = int(parts[1])
+    return stats
+
+
+def train_wildcards(output):
+    """Wildcards of every `rule train` job listed by a (non-quiet) dry run."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", output):
+        if re.match(r"(?:local)?rule train:", block):
+            m = re.search(r"wildcards: (.*)", block)
+            jobs.append(dict(kv.split("=", 1) for kv in m.group(1).split(", ")))
+    return jobs
+
+
+# --------------------------------------------------------------------------- config checks
