@@ -338,6 +338,65 @@ def test_accuracy_sparsity_figure_bad_band():
         figures.make_accuracy_sparsity_figure(df, band="minmax")
 
 
+# CV alpha of each (method, L) per subset (indices into ALPHAS; 3 subsets as E2_NOISE)
+E2_CV = {("hinge-reg", 30): [0, 0, 0], ("hinge-con", 30): [1, 3, 1], ("square", 30): [2, 2, 2],
+         ("hinge-reg", 50): [3, 1, 2], ("hinge-con", 50): [2, 2, 2], ("square", 50): [0, 0, 1]}
+
+
+def _e2_cv_alpha():
+    """A hand-made ``cv.cv_alpha`` table for the E2 records (2 folds)."""
+    return pd.DataFrame([{"dataset": "mnist", "experiment": "E2", "method": m, "solver": "paper",
+                          "stopping": "rel_change", "penalty": "l1inf", "groups": "none", "L": L, "subset": s,
+                          "cv_alpha": ALPHAS[i], "cv_errors": 3, "n_val": 30, "n_folds": 2}
+                         for (m, L), picks in E2_CV.items() for s, i in enumerate(picks)])
+
+
+def _cv_marks(ax, curve):
+    """(x, y) of the CV triangles of ``curve`` in ``ax`` and the texts of their subset counts."""
+    (col,) = [c for c in ax.collections if c.get_gid() == f"cv:{curve}"]
+    texts = sorted(t.get_text() for t in ax.texts if t.get_gid() == f"cvcount:{curve}")
+    return [tuple(map(float, xy)) for xy in col.get_offsets()], texts
+
+
+def test_accuracy_sparsity_figure_marks_the_cv_alphas():
+    """Triangles at the distinct CV alphas of each curve and L on its mean test-error line, "n/N" when the
+    subsets disagree; none on the zero-weights panels; the legend names the folds; no table, no mark."""
+    df = aggregate.records_to_frame(_e2_records())
+    fig = figures.make_accuracy_sparsity_figure(df, band="sd", cv_alpha=_e2_cv_alpha())
+    n_L = len(E2_LS)
+    for j, L in enumerate(E2_LS):
+        top, bottom = fig.axes[j], fig.axes[n_L + j]
+        assert _gids(top, "cv") == sorted(f"cv:{m}" for m in E2_METHODS)
+        assert _gids(bottom, "cv") == [] and len(bottom.texts) == 0
+        for m in E2_METHODS:
+            picks = E2_CV[(m, L)]
+            b = E2_BEST[(m, L)]
+            marks, texts = _cv_marks(top, m)
+            want = sorted(set(picks))
+            # on the mean line: 20 + 4 |i - best| % (the subsets' noise has zero mean)
+            assert marks == [(ALPHAS[i], 20.0 + 4 * abs(i - b)) for i in want]
+            assert texts == ([] if len(want) == 1 else sorted(f"{picks.count(i)}/3" for i in want))
+            assert _circle_x(top, m) == ALPHAS[b]  # the best-alpha circle is still there
+    legend_text = " ".join(t.get_text() for leg in fig.legends for t in leg.get_texts())
+    assert figures.CV_LEGEND.format(folds=2) in legend_text and figures.BEST_LEGEND in legend_text
+    plain = figures.make_accuracy_sparsity_figure(df, band="sd")
+    assert all(_gids(ax, "cv") == [] and len(ax.texts) == 0 for ax in plain.axes)
+    assert "CV" not in " ".join(t.get_text() for leg in plain.legends for t in leg.get_texts())
+
+
+def test_accuracy_sparsity_figure_rejects_a_cv_table_that_does_not_fit():
+    df = aggregate.records_to_frame(_e2_records())
+    cv_alpha = _e2_cv_alpha()
+    with pytest.raises(ValueError, match=r"no CV alpha for \(curve, L\) \[\('square', 50\)\]"):
+        figures.make_accuracy_sparsity_figure(df, cv_alpha=cv_alpha[~((cv_alpha["method"] == "square")
+                                                                      & (cv_alpha["L"] == 50))])
+    off_grid = cv_alpha.assign(cv_alpha=cv_alpha["cv_alpha"].where(cv_alpha["method"] != "square", 0.5))
+    with pytest.raises(ValueError, match=r"CV alpha 0.5 of 'square' at L=30 is not on its grid"):
+        figures.make_accuracy_sparsity_figure(df, cv_alpha=off_grid)
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['n_folds'\]"):
+        figures.make_accuracy_sparsity_figure(df, cv_alpha=cv_alpha.drop(columns="n_folds"))
+
+
 def _traces(df, best, extra_alpha=True):
     rows = []
     for (meth, solver, L), _part in df.groupby(["method", "solver", "L"]):

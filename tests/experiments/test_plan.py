@@ -82,7 +82,8 @@ def test_trace_and_cv_jobs(cfg):
     assert f"{cfg['results']}/mnist/traces/e4/hinge-reg+accelerated/l1inf/L~2K/subset~0.json" in traces
     assert p.trace_files("e2") == []
     assert len(p.cv_files("e1")) == 2 * len(p.run_files("e1"))
-    assert p.cv_files("e2") == [] and p.cv_folds("e2") == 0
+    assert len(p.cv_files("e2")) == 2 * len(p.run_files("e2")) and p.cv_folds("e2") == 2
+    assert p.cv_files("e3") == [] and p.cv_folds("e3") == 0
     assert p.cv_files("e1")[0].endswith("/subset~0/fold~0.json")
 
 

@@ -214,8 +214,9 @@ def test_tiny_run_all_rules(tiny_run):
     assert all((results / "figures" / f"figure{n}.png").is_file() for n in (1, 2, 3, 4))
     if tiny_run["fresh"]:
         stats = tiny_run["stats"]
-        for rule in ("download", "labels", "subset", "features", "train", "trace", "aggregate",
-                     "table1", "figure1", "figure2", "figure3", "figure4", "paper_comparison", "all"):
+        for rule in ("download", "labels", "subset", "features", "train", "trace", "aggregate", "train_cv",
+                     "aggregate_cv", "table1", "figure1", "figure2", "figure3", "figure4", "paper_comparison",
+                     "all"):
             assert stats.get(rule, 0) >= 1, (rule, stats)
         assert stats["train"] == n_runs
         assert stats["download"] == len(downloads)
@@ -312,6 +313,37 @@ def test_tiny_run_figures_and_traces(tiny_run):
 
 
 @pytest.mark.slow
+def test_tiny_run_figure1_marks_the_cv_alphas(tiny_run):
+    """E2 has `cv` in config/test.yaml: its CV jobs ran (folds x training jobs) and Figure 1 is the figure
+    drawn with the CV alpha table (byte for byte), which differs from the one drawn without it; E3 has no
+    `cv`, so no CV job of it ran."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sparsesvm.experiments import figures
+
+    results, cfg = tiny_run["results"], tiny_run["cfg"]
+    folds = cfg["experiments"]["e2"]["cv"]["folds"]
+    assert len(list(results.glob("mnist/cv/e2/**/*.json"))) == folds * expected_train_jobs(cfg)["e2"]
+    assert "cv" not in cfg["experiments"]["e3"] and not (results / "news20" / "cv").exists()
+    tables = results / "mnist" / "tables"
+    runs = pd.read_parquet(tables / "e2_runs.parquet")
+    cv_alpha = pd.read_csv(tables / "e2_cv_alpha.csv", dtype={"groups": str})
+    assert len(cv_alpha) == len(runs.groupby(["method", "solver", "penalty", "L", "subset"]))
+    fig = figures.make_accuracy_sparsity_figure(runs, cv_alpha=cv_alpha)
+    assert all(any(a.get_gid() == f"cv:{m}" for a in fig.axes[0].collections) for m in set(runs["method"]))
+    title = "E2: MNIST scattering, l1,inf"  # rule figure1's params.title
+    drawn = {}
+    for name, table in (("with", cv_alpha), ("without", None)):
+        png, _ = figures.accuracy_sparsity_figure(runs, tiny_run["root"] / f"f1_{name}_cv.png",
+                                                  tiny_run["root"] / f"f1_{name}_cv.pdf", title=title,
+                                                  cv_alpha=table)
+        drawn[name] = png.read_bytes()
+    made = (results / "figures" / "figure1.png").read_bytes()
+    assert made == drawn["with"] != drawn["without"]
+
+
+@pytest.mark.slow
 def test_tiny_run_mnist_features_only_used_images(tiny_run):
     """MNIST: the test split and only the training images of some subset are scattered."""
     results = tiny_run["results"]
@@ -356,14 +388,15 @@ def test_tiny_run_second_run_and_partial_rerun(tiny_run):
     victim = sorted(results.glob("mnist/runs/e2/logit/**/*.json"))[0]
     victim.unlink()
     _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
-    assert job_stats(out) == {"train": 1, "aggregate": 1, "figure1": 1, "paper_comparison": 1, "all": 1}, out[-3000:]
+    assert job_stats(out) == {"train": 1, "aggregate": 1, "aggregate_cv": 1, "figure1": 1, "paper_comparison": 1,
+                              "all": 1}, out[-3000:]
 
     # one E4 result: also the trace of that method and L (its best alpha may move)
     victim4 = sorted(results.glob("mnist/runs/e4/hinge-con/**/*.json"))[0]
     victim4.unlink()
     _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
-    assert job_stats(out) == {"train": 2, "aggregate": 2, "trace": 1, "figure1": 1, "figure3": 1,
-                              "paper_comparison": 1, "all": 1}
+    assert job_stats(out) == {"train": 2, "aggregate": 2, "aggregate_cv": 1, "trace": 1, "figure1": 1,
+                              "figure3": 1, "paper_comparison": 1, "all": 1}
 
     # rerun for real; the other records are untouched
     others = {p: p.stat().st_mtime_ns for p in results.glob("*/runs/**/*.json")}

@@ -1,5 +1,7 @@
 # Products: Table 1 (E1) and Figures 1-4 (E2-E5), wrapped in report() with captions so
 # that `snakemake --report report.zip` gives a browsable report; and the target rules.
+# An experiment with `cv` adds its CV table to Table 1's inputs (the summary) or Figure 1's
+# and 2's (the CV alpha per subset); without `cv` no CV job runs.
 
 rule table1:
     input:
@@ -24,6 +26,7 @@ rule table1:
 rule figure1:
     input:
         runs=PLAN.runs_table("e2"),
+        cv=PLAN.cv_tables("e2")[1:2] if PLAN.cv_folds("e2") else [],
     output:
         png=report(PLAN.figures[1][0], caption="../report/figure1.rst", category="Figure 1 (E2, MNIST)"),
         pdf=PLAN.figures[1][1],
@@ -43,6 +46,7 @@ rule figure1:
 rule figure2:
     input:
         runs=PLAN.runs_table("e3"),
+        cv=PLAN.cv_tables("e3")[1:2] if PLAN.cv_folds("e3") else [],
     output:
         png=report(PLAN.figures[2][0], caption="../report/figure2.rst", category="Figure 2 (E3, News20)"),
         pdf=PLAN.figures[2][1],

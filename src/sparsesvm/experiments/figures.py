@@ -10,11 +10,15 @@ Lines are data-driven: one line per *curve*, labelled by the method and, for
 solvers other than the paper's iterations, ``[solver]`` (e.g.
 ``"hinge-reg [accelerated]"``); colour follows the method, line style the
 solver. Each artist carries a ``gid``: ``"line:<curve>"``, ``"band:<curve>"``,
-``"best:<curve>"`` (the best-alpha circle), ``"trace:<curve>:<subset>"``,
+``"best:<curve>"`` (the best-alpha circle), ``"cv:<curve>"`` (the triangles
+at the alphas chosen by cross-validation, Figures 1-2 only),
+``"cvcount:<curve>"`` (their subset counts), ``"trace:<curve>:<subset>"``,
 ``"bar:<curve>:<penalty>"``.
 
 Best alpha = fewest mean test errors over subsets (the paper's
 trial-and-error choice), computed by :func:`sparsesvm.experiments.aggregate.best_alpha`.
+CV alpha (when the experiment has ``cv``) = the alpha chosen by stratified
+k-fold cross-validation on each training subset, :func:`sparsesvm.experiments.cv.cv_alpha`.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ _DASHES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 BANDS = {"sd": "mean \u00b1 1 sd over subsets", "iqr": "interquartile range over subsets"}
 #: Legend entry of the best-alpha circles (the full rule, BEST_ALPHA_RULE, is in the captions).
 BEST_LEGEND = "circle: best \u03b1 (fewest test errors)"
+#: Legend entry of the CV-alpha triangles (``{folds}``: the number of folds; placement rule in the captions).
+CV_LEGEND = "triangle: \u03b1 by {folds}-fold CV, per training subset"
 ALPHA_LABEL = r"$\alpha$ (log scale)"
 PENALTY_ORDER = ("l2", "l1", "l12", "l1inf")
 
@@ -167,7 +173,48 @@ def _circle(ax, x, y, curve, st):
                gid=f"best:{curve}")
 
 
-def _legend_handles(styles, band=None, best=True):
+def _triangles(ax, alphas, ys, curve, st, counts=None):
+    """Hollow triangles at the CV alphas of one curve; ``counts``: text under each ("n/N")."""
+    ax.scatter(alphas, ys, s=200, marker="^", facecolors="none", edgecolors=[st["color"]], linewidths=1.6,
+               zorder=6, gid=f"cv:{curve}")
+    for a, y, text in zip(alphas, ys, counts or ()):
+        ax.annotate(text, (a, y), xytext=(0, -14), textcoords="offset points", ha="center", va="top",
+                    fontsize="x-small", color=st["color"], gid=f"cvcount:{curve}")
+
+
+def _cv_marks(ax, s, picks, curve, st):
+    """Mark the CV alphas of one curve at one L on its mean test-error line ``s``.
+
+    ``picks``: the CV alpha of each training subset (column ``cv_alpha``). One
+    triangle per distinct alpha, at the mean test error over all subsets there;
+    when the subsets chose different alphas, each triangle is labelled "n/N"
+    (n of the N subsets chose it).
+    """
+    counts = picks["cv_alpha"].value_counts().sort_index()
+    ys = []
+    for a in counts.index:
+        at = s.loc[np.isclose(s["alpha"], a), "mean"]
+        if not len(at):
+            raise ValueError(f"accuracy_sparsity_figure: the CV alpha {a:g} of {curve!r} at L={s['L'].iloc[0]} "
+                             f"is not on its grid {sorted(s['alpha'])}")
+        ys.append(at.iloc[0])
+    n = int(counts.sum())
+    labels = [f"{k}/{n}" for k in counts] if len(counts) > 1 else None
+    _triangles(ax, list(counts.index), ys, curve, st, labels)
+
+
+def _cv_picks(data, cv_alpha, multi):
+    """The rows of ``cv_alpha`` with the figure's ``curve`` labels; every (curve, L) of ``data`` must have some."""
+    _require(cv_alpha, ["method", "L", "subset", "cv_alpha", "n_folds"], "accuracy_sparsity_figure cv_alpha")
+    picks = _with_curves(cv_alpha, multi)
+    have = set(zip(picks["curve"], picks["L"]))
+    missing = sorted({(c, L) for c, L in zip(data["curve"], data["L"]) if (c, L) not in have})
+    if missing:
+        raise ValueError(f"accuracy_sparsity_figure: no CV alpha for (curve, L) {missing[:3]}")
+    return picks
+
+
+def _legend_handles(styles, band=None, best=True, cv_folds=None):
     handles = [Line2D([], [], color=st["color"], linestyle=st["linestyle"], marker=st["marker"],
                       markersize=4, label=curve) for curve, st in styles.items()]
     if band is not None:
@@ -175,6 +222,9 @@ def _legend_handles(styles, band=None, best=True):
     if best:
         handles.append(Line2D([], [], linestyle="none", marker="o", markersize=10, markerfacecolor="none",
                               markeredgecolor="0.2", label=BEST_LEGEND))
+    if cv_folds is not None:
+        handles.append(Line2D([], [], linestyle="none", marker="^", markersize=11, markerfacecolor="none",
+                              markeredgecolor="0.2", label=CV_LEGEND.format(folds=cv_folds)))
     return handles
 
 
@@ -204,7 +254,28 @@ def save_figure(fig, path_png, path_pdf, dpi=150):
 
 # --------------------------------------------------------------------------- Figures 1 and 2
 
-def make_accuracy_sparsity_figure(df, title=None, band="sd"):
+def _accuracy_panel(ax, summ, best, styles, picks=None):
+    """One panel of Figures 1/2: the mean line and band of every curve of ``styles``, its best alpha circled.
+
+    ``summ``: the :func:`_summary` of one value at one L; ``best``: the best alpha
+    of each curve at that L; ``picks`` (test-error panels of an experiment with
+    ``cv``): the CV alpha of each curve and subset at that L, marked by :func:`_cv_marks`.
+    """
+    for curve, st in styles.items():
+        s = summ[summ["curve"] == curve]
+        if not len(s):
+            continue
+        _plot_curve(ax, s, curve, st)
+        b = best[best["curve"] == curve]
+        if len(b):
+            a = b["alpha"].iloc[0]
+            _circle(ax, a, s.loc[np.isclose(s["alpha"], a), "mean"].iloc[0], curve, st)
+        if picks is not None:
+            _cv_marks(ax, s, picks[picks["curve"] == curve], curve, st)
+    ax.set_xscale("log")
+
+
+def make_accuracy_sparsity_figure(df, title=None, band="sd", cv_alpha=None):
     """Figures 1/2: test error (%) and zero weights (%) vs alpha, one panel pair per L.
 
     Parameters
@@ -216,17 +287,27 @@ def make_accuracy_sparsity_figure(df, title=None, band="sd"):
         Figure title.
     band : {"sd", "iqr"}
         Spread band around the mean over subsets: +-1 sd, or interquartile range.
+    cv_alpha : pandas.DataFrame, optional
+        The experiment's CV alphas (:func:`sparsesvm.experiments.cv.cv_alpha`,
+        one row per curve and training subset: the curve columns, subset,
+        cv_alpha, n_folds), for an experiment with ``cv``. Every curve and L of
+        ``df`` must have rows (``groups`` as text, as in ``df``).
 
     Returns
     -------
     matplotlib.figure.Figure
         ``2 x n_L`` axes (row 0: test error, row 1: zero weights; columns by
         increasing L), one line per curve in each, its band, and a circle at
-        the best alpha of each curve (fewest mean test errors).
+        the best alpha of each curve (fewest mean test errors). With
+        ``cv_alpha``, the test-error panels also carry a hollow triangle at each
+        distinct CV alpha of each curve, on its mean line, labelled "n/N" (n of
+        the N subsets chose it) when the subsets disagree.
     """
     _require(df, ["method", "alpha", "L", "test_errors", "test_error_pct", "nnz", "zero_weights_pct"],
              "accuracy_sparsity_figure")
-    data = _with_curves(df, _varying(df))
+    multi = _varying(df)
+    data = _with_curves(df, multi)
+    picks = None if cv_alpha is None else _cv_picks(data, cv_alpha, multi)
     styles = curve_styles(data)
     Ls = sorted(data["L"].unique())
     best = _best(data)
@@ -240,31 +321,25 @@ def make_accuracy_sparsity_figure(df, title=None, band="sd"):
                                                  ("zero_weights_pct", "zero weights (%)"))):
                 ax = axes[i, j]
                 summ = summaries[value]
-                for curve, st in styles.items():
-                    s = summ[(summ["curve"] == curve) & (summ["L"] == L)]
-                    if not len(s):
-                        continue
-                    _plot_curve(ax, s, curve, st)
-                    b = best[(best["curve"] == curve) & (best["L"] == L)]
-                    if len(b):
-                        a = b["alpha"].iloc[0]
-                        _circle(ax, a, s.loc[np.isclose(s["alpha"], a), "mean"].iloc[0], curve, st)
-                ax.set_xscale("log")
+                _accuracy_panel(ax, summ[summ["L"] == L], best[best["L"] == L], styles,
+                                picks[picks["L"] == L] if picks is not None and i == 0 else None)
                 ax.set_ylabel(ylabel)
                 if i == 0:
                     ax.set_title(_panel_title(data, L))
                 else:
                     ax.set_xlabel(ALPHA_LABEL)
                     ax.set_ylim(-3, 103)
-        _figure_legend(fig, _legend_handles(styles, band))
+        folds = None if picks is None else "/".join(str(k) for k in sorted(set(picks["n_folds"].astype(int))))
+        _figure_legend(fig, _legend_handles(styles, band, cv_folds=folds))
         if title:
             fig.suptitle(title)
     return fig
 
 
-def accuracy_sparsity_figure(df, path_png, path_pdf, title=None, band="sd", dpi=150):
+def accuracy_sparsity_figure(df, path_png, path_pdf, title=None, band="sd", dpi=150, cv_alpha=None):
     """Build (:func:`make_accuracy_sparsity_figure`) and save Figure 1 or 2; returns ``(png, pdf)`` paths."""
-    return save_figure(make_accuracy_sparsity_figure(df, title=title, band=band), path_png, path_pdf, dpi=dpi)
+    fig = make_accuracy_sparsity_figure(df, title=title, band=band, cv_alpha=cv_alpha)
+    return save_figure(fig, path_png, path_pdf, dpi=dpi)
 
 
 # --------------------------------------------------------------------------- Figure 3
