@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+
+from sparsesvm.experiments.publish import merged_config
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
@@ -54,18 +55,7 @@ def smk(workdir, *args, targets=(), configfiles=(), config=None, check=True, tim
 
 def load_config(*paths):
     """The merged config as Snakemake builds it (key-by-key dict merge, lists replaced)."""
-    def merge(a, b):
-        for k, v in b.items():
-            if isinstance(v, dict) and isinstance(a.get(k), dict):
-                merge(a[k], v)
-            else:
-                a[k] = v
-        return a
-
-    cfg = {}
-    for p in paths:
-        merge(cfg, yaml.safe_load(Path(p).read_text()))
-    return cfg
+    return merged_config(paths)
 
 
 def expected_train_jobs(cfg):
