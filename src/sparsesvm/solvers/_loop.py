@@ -57,6 +57,7 @@ __all__ = [
     "RelChange",
     "PrimalStep",
     "pd_steps",
+    "GapCheck",
     "Stopper",
     "DualStep",
     "primal_dual",
@@ -296,6 +297,32 @@ def pd_steps(nrm, step_ratio):
     return 1.0 / (nrm * r), r / nrm
 
 
+class GapCheck:
+    """The certified gap as a stopping rule: ``gap_fn(*state) <= tol``, evaluated every
+    :data:`GAP_CHECK_EVERY` iterations.
+
+    It remembers the last value it computed, so that the returned point's gap
+    (:meth:`final`) is not computed a second time when the rule has just computed it
+    at that point.
+    """
+
+    def __init__(self, gap_fn):
+        self.gap_fn = gap_fn
+        self.last = None
+
+    def __call__(self, it, tol, *state):
+        if it % GAP_CHECK_EVERY:
+            return False
+        self.last = (it, self.gap_fn(*state))
+        return self.last[1] <= tol
+
+    def final(self, it, *state):
+        """The gap at iteration ``it``'s point ``state`` (reused if the rule computed it)."""
+        if self.last is not None and self.last[0] == it:
+            return self.last[1]
+        return self.gap_fn(*state)
+
+
 class Stopper:
     """The stopping rule of the exact-hinge loops.
 
@@ -312,6 +339,7 @@ class Stopper:
         self.gap = stopping == "gap"
         self.args = (method, op, penalty)
         self.kw = {"lam": lam, "eta": eta}
+        self.check = GapCheck(self.rel_gap)
 
     def rel_gap(self, X, Y, TX):
         """Certified relative gap; for the constrained forms, when no scaling
@@ -330,7 +358,7 @@ class Stopper:
     def __call__(self, it, rel, tol, X, Y, TX):
         if not self.gap:
             return rel <= tol
-        return it % GAP_CHECK_EVERY == 0 and self.rel_gap(X, Y, TX) <= tol
+        return self.check(it, tol, X, Y, TX)
 
 
 # --------------------------------------------------------------------------- #
@@ -464,4 +492,4 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
             break
     fit_time = clock.stop()
     return SolverResult(X, it, converged, dual.objective(X, TX), dual.violation(TX), fit_time,
-                        tr.result() if tr else None, stop.rel_gap(X, Y, TX))
+                        tr.result() if tr else None, stop.check.final(it, X, Y, TX))

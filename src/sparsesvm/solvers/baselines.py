@@ -35,8 +35,8 @@ from ..model.losses import logistic_loss, squared_hinge_loss
 from ..model.projections import _project_simplex
 from ._loop import (
     DEFAULT_STEP_RATIO,
-    GAP_CHECK_EVERY,
     Clock,
+    GapCheck,
     SolverResult,
     Trace,
     check_common,
@@ -175,7 +175,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     constant; ``||T||`` on the clock).
     Each iteration does one ``T`` (at the extrapolated point) and one ``T^T``.
     ``stopping="gap"``: the certified relative gap of X (``method``'s
-    certificate) ``<= tol``, checked every :data:`GAP_CHECK_EVERY` iterations.
+    certificate) ``<= tol``, checked every :data:`~sparsesvm.solvers._loop.GAP_CHECK_EVERY` iterations.
     """
     check_common(tol, max_iter)
     check_stopping(stopping)
@@ -187,6 +187,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     def objective(X):
         return penalty.value(X) + lam * loss_fn(op.T(X), R)
 
+    gap = GapCheck(lambda X: _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
     clock = Clock()
     step = 1.0 / (curvature * lam * op.norm() ** 2)
     X = np.zeros((op.n_features + 1, op.n_classes))
@@ -217,8 +218,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
             V = Xn
         X = Xn
         if stopping == "gap":
-            converged = (it % GAP_CHECK_EVERY == 0
-                         and _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X) <= tol)
+            converged = gap(it, tol, X)
         else:
             converged = rel <= tol
         if not converged:
@@ -229,7 +229,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
             break
     fit_time = clock.stop()
     return SolverResult(X, it, converged, objective(X), 0.0, fit_time, tr.result() if tr else None,
-                        _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
+                        gap.final(it, X))
 
 
 def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None,
@@ -359,6 +359,7 @@ class _OneVsAll:
                 return _mk(penalty.name, penalty.groups, M, n)
         self.make_penalty = make_penalty
         self.pens = {K: penalty}
+        self.gap = GapCheck(self.rel_gap)
 
     def residual(self, Xa, Ya):
         """``max(0, 1 - Ya * (Phi w + b))`` (L, n_active); gradient wrt scores = ``-2 Ya P``."""
@@ -429,7 +430,7 @@ def _ova_loop(prob, step, tol, max_iter, stopping, clock, tr):
         rel_cols, nd = prob.fista_step(X, V, t, active, step)
         n_it[active] = it
         if stopping == "gap":
-            ok = it % GAP_CHECK_EVERY == 0 and prob.rel_gap(X) <= tol
+            ok = prob.gap(it, tol, X)
             done = np.full(active.size, ok)
         else:
             done = rel_cols <= tol
@@ -471,7 +472,7 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
     stopping : {"rel_change", "gap"}
         ``"gap"``: all K classes run until the certified relative gap of the
         whole problem (:func:`sparsesvm.model.certificates.smooth_gap`) is
-        ``<= tol``, checked every :data:`GAP_CHECK_EVERY` iterations.
+        ``<= tol``, checked every :data:`~sparsesvm.solvers._loop.GAP_CHECK_EVERY` iterations.
 
     Returns
     -------
@@ -499,7 +500,7 @@ def ova(Phi, y_idx, n_classes, penalty, lam, *, tol=1e-5, max_iter=100000, trace
     X, n_it, conv = _ova_loop(prob, step, tol, max_iter, stopping, clock, tr)
     fit_time = clock.stop()
     return SolverResult(X, int(n_it.max()), bool(conv.all()), prob.objective(X), 0.0, fit_time,
-                        tr.result() if tr else None, prob.rel_gap(X))
+                        tr.result() if tr else None, prob.gap.final(int(n_it.max()), X))
 
 
 # --------------------------------------------------------------------------- #
