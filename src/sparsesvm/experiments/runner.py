@@ -261,7 +261,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
                                             trace, reference_coef, subset_indices, meta)
     X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
     n_train = int(np.shape(y_train)[0])
-    model, fit_wall, solver_used = _fit(params, X_train, y_train, groups, reference_coef)
+    model, fit_wall = _fit(params, X_train, y_train, groups, reference_coef)
     train_errors = int(np.count_nonzero(model.predict(X_train) != np.asarray(y_train)))
     del X_train
     n_test, test_errors = _test_errors(model, features_dir)
@@ -269,7 +269,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     coef = np.asarray(model.coef, dtype=np.float64)
     coef_full = np.hstack([coef, np.asarray(model.intercept, dtype=np.float64).reshape(-1)[:, None]])
     record = _record(model, coef, errors, meta, fit_wall=fit_wall, method=method, penalty=penalty, groups=groups,
-                     alpha=alpha, tol=tol, max_iter=max_iter, solver=solver_used)
+                     alpha=alpha, tol=tol, max_iter=max_iter, solver=params.solver)
     if trace:
         if not model.trace:
             raise ValueError(f"the estimator returned no trace for method {method!r}")
@@ -289,10 +289,10 @@ def _train_split(features_dir, idx, L=None):
 
 
 def _fit(params, X_train, y_train, groups, reference_coef):
-    """Fit one job's model; (a ``sparsesvm.core.LinearFit``, the fit's wall time in s, the solver recorded)."""
+    """Fit one job's model; (a ``sparsesvm.core.LinearFit``, the fit's wall time in s)."""
     t0 = time.perf_counter()
     model = _core.fit(params, X_train, y_train, groups=groups, reference_coef=reference_coef)
-    return model, time.perf_counter() - t0, params.solver
+    return model, time.perf_counter() - t0
 
 
 def _test_errors(model, features_dir):

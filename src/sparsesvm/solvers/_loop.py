@@ -197,9 +197,8 @@ class Trace:
         clock.resume()
 
     def result(self):
-        out = {k: np.asarray(v, dtype=np.int64 if k == "iteration" else np.float64)
-               for k, v in self.data.items()}
-        return out
+        return {k: np.asarray(v, dtype=np.int64 if k == "iteration" else np.float64)
+                for k, v in self.data.items()}
 
 
 def trace_every(trace):

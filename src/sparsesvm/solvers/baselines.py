@@ -152,15 +152,14 @@ def _grad_logit(TV, R):
 
 
 def _smooth_rel_gap(method, Phi, y_idx, penalty, lam, X, S=None):
-    """Certified relative duality gap of a smooth baseline at X
-    (:func:`sparsesvm.model.certificates.smooth_gap_scores`)."""
+    """Certified relative duality gap of a smooth baseline at X (shape (M + 1, K))
+    (:func:`sparsesvm.model.certificates.smooth_gap_scores`; ``penalty`` is built for
+    (M, K), so it serves as the certificate's penalty as it is)."""
     from ..model.certificates import smooth_gap_scores
-    from ..model.penalties import make_penalty
 
-    geo = make_penalty(penalty.name, penalty.groups, X.shape[0] - 1, X.shape[1])
     if S is None:
         S = np.asarray(Phi @ X[:-1]) + X[-1]
-    return float(smooth_gap_scores(method, Phi, y_idx, S, X[:-1], geo, lam).rel_gap)
+    return float(smooth_gap_scores(method, Phi, y_idx, S, X[:-1], penalty, lam).rel_gap)
 
 
 SMOOTH_SCHEMES = ("fista", "fb")

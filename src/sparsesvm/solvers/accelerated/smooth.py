@@ -686,9 +686,8 @@ def _estimator_adapter(method):
 
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
-        geo = make_penalty(penalty.name, penalty.groups, op.n_features, op.n_classes)
         _, lam = model_parameters(method, alpha, op.n_samples)
-        r = solve(method, op.Phi, op.y_idx, op.n_classes, geo, lam, tol=tol,
+        r = solve(method, op.Phi, op.y_idx, op.n_classes, penalty, lam, tol=tol,
                   max_iter=max_iter, trace=bool(trace), reference=reference)
         tr = None
         if trace:
