@@ -1,5 +1,6 @@
 """What the compiled kernels cost a fresh process: importing numba, loading (or compiling) the
-kernels, and a short hinge-reg fit's CPU time against its ``fit_time_``.
+kernels, and a short hinge-reg fit's CPU time against its ``fit_time_`` (``--what dcd``: the
+same for the accelerated l2 engine's compiled sweep).
 
 Question: what do the numba kernels cost a workflow job's fresh process, with a cold and a
 warm cache? Answered by ``python benchmarks/bench_kernel_load.py --repeats 3``.
@@ -13,6 +14,7 @@ way. JSON lines out, one per process (``--json``: all of them in one file).
     python benchmarks/bench_kernel_load.py --repeats 3
     python benchmarks/bench_kernel_load.py --src /path/to/old/checkout/src --what fit
     python benchmarks/bench_kernel_load.py --repeats 1 --what load          # quick
+    python benchmarks/bench_kernel_load.py --repeats 3 --what dcd           # the l2 engine
 """
 from __future__ import annotations
 
@@ -52,6 +54,24 @@ print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s":
                   "fit_time_s": round(clf.fit_time_, 4), "n_iter": int(clf.n_iter_)}))
 """
 
+DCD = """
+import json, resource
+import numpy as np
+from sparsesvm import SparseSVC
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+rng = np.random.default_rng(0)
+L, M, K = 500, 400, 10          # l2, L > M: the accelerated solver's dual coordinate descent
+y = np.arange(L) % K
+X = rng.normal(size=(L, M))
+c0 = cpu()
+clf = SparseSVC(method="hinge-reg", penalty="l2", alpha=1.0, solver="accelerated", tol=1e-12,
+                max_iter=10).fit(X, y)
+c1 = cpu()
+print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s": round(c1 - c0, 3),
+                  "fit_time_s": round(clf.fit_time_, 4), "n_iter": int(clf.n_iter_)}))
+"""
+
 
 def run(code, src, cache):
     """The JSON line printed by ``code`` in a fresh process with the cache folder ``cache``."""
@@ -65,12 +85,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="warm-cache processes per measurement")
     ap.add_argument("--src", default=None, help="a checkout's src/ directory to measure instead")
-    ap.add_argument("--what", choices=["load", "fit", "both"], default="both")
+    ap.add_argument("--what", choices=["load", "fit", "dcd", "both", "all"], default="both",
+                    help="load: the kernels; fit: a short hinge-reg l1inf fit; dcd: a short "
+                         "accelerated l2 fit (its compiled sweep); both: load and fit; all: the three")
     h.add_output_argument(ap)
     args = ap.parse_args(argv)
-    codes = {"load": LOAD, "fit": FIT}
+    codes = {"load": LOAD, "fit": FIT, "dcd": DCD}
+    runs = {"both": ["load", "fit"], "all": ["load", "fit", "dcd"]}.get(args.what, [args.what])
     rows = []
-    for what in (["load", "fit"] if args.what == "both" else [args.what]):
+    for what in runs:
         with tempfile.TemporaryDirectory() as cache:
             for i in range(1 + args.repeats):
                 rec = run(codes[what], args.src, cache)

@@ -123,9 +123,13 @@ def test_liblinear_peer_is_registered(blob_features):
     np.testing.assert_array_equal(fit.coef, est.coef_)
     np.testing.assert_array_equal(fit.intercept, est.intercept_)
     assert (fit.n_iter, fit.objective) == (est.n_iter_, est.objective_)
-    params = core.check_params("hinge-reg", "l1", 0.5, 1e-4, 1000, 100.0, "liblinear", "auto", False)
-    with pytest.raises(ValueError, match="l2 penalty only"):
-        core.fit(params, X_tr, y_tr)
+    # the family declares what it fits: l2, no trace, no reference (refused before any work)
+    with pytest.raises(ValueError, match=r"solver 'liblinear' fits the l2 problem only; got penalty 'l1'"):
+        core.check_params("hinge-reg", "l1", 0.5, 1e-4, 1000, 100.0, "liblinear", "auto", False)
+    with pytest.raises(ValueError, match=r"solver 'liblinear' records no convergence trace \(trace=10"):
+        core.check_params("hinge-reg", "l2", 0.5, 1e-4, 1000, 100.0, "liblinear", "auto", 10)
+    with pytest.raises(ValueError, match=r"records no convergence trace \(reference_coef given\)"):
+        core.fit(params, X_tr, y_tr, reference_coef=np.zeros((3, X_tr.shape[1] + 1)))
     with pytest.raises(ValueError, match=r"solver 'liblinear' does not support method 'square'; "
                                          r"it supports \('hinge-reg',\)"):
         core.check_params("square", "l2", 0.5, 1e-4, 1000, 100.0, "liblinear", "auto", False)

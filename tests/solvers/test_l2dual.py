@@ -93,8 +93,8 @@ def test_block_step_is_the_exact_block_maximiser(random_problem):
     cp.Problem(cp.Maximize(obj), [Yl >= 0, cp.sum(Yl) == lam]).solve(solver=cp.CLARABEL)
     # the package's step on sample l alone (no multiplier update: call the kernel)
     changed = np.zeros(len(y), dtype=np.int8)
-    _l2dual._sweep_dense_py(Phi, st.y, st.Y, st.V, st.c, st.b, rho, lam, st.sq,
-                            np.array([l]), changed)
+    _l2dual._sweep_py(*st.rows, st.y, st.Y, st.V, st.c, st.b, rho, lam, st.sq, np.array([l]),
+                      changed)
     assert np.allclose(st.Y[l], Yl.value, atol=1e-6)
 
 
@@ -137,7 +137,7 @@ def test_dcd_unreachable_eta_is_a_clear_error(random_problem):
 def test_small_problems_use_the_numpy_sweep(random_problem):
     Phi, y, K = random_problem(9, L=10, M=5, K=3)
     st = _l2dual._State(MulticlassOperator(Phi, y, K), 1.0, 0.5)
-    assert st.dense_sweep is _l2dual._sweep_dense_py
+    assert st.kernel is _l2dual._sweep_py
 
 
 def test_auto_takes_dcd_where_the_qp_is_not_used(random_problem):

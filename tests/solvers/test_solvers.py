@@ -284,14 +284,17 @@ def test_bad_arguments(call, match):
 #: (n_iter, objective, sum X, sum |X|) after at most 3000 iterations on the
 #: ``make_problem()`` data with l12 in groups of 2 (numpy path: 18 x 5 x 3 is
 #: below the compiled kernels' MIN_SIZE), measured before issue 14's split of
-#: the solver loops.
+#: the solver loops. ova's sums were re-pinned when its step's norm moved to
+#: ``power_norm`` (stopping on the norm's relative change instead of its
+#: square's): they moved by 1.6e-8 relative on this problem; on leukemia and
+#: MNIST features the norm is bit-identical.
 PINNED = {
     "hinge_reg": (805, 11.17633075398276, 0.5406131746668194, 5.02260831521996),
     "hinge_con": (3000, 6.824509243007163, 0.47684143736866713, 9.179556450066276),
     "hinge_lin": (3000, 6.757071718902082, 0.14564816096988115, 8.975647176843667),
     "square": (155, 12.555418594272746, 1.1297325685443695, 7.089228340105647),
     "logit": (1097, 22.651071499895558, 1.7181134890315106, 11.040250937032404),
-    "ova": (58, 24.367069014539616, -0.9277577512864764, 10.178922682971756),
+    "ova": (58, 24.367069014539616, -0.9277577660132192, 10.178922656209185),
 }
 
 

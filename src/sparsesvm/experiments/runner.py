@@ -258,7 +258,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         does not match.
     """
     groups, params, idx, trace = _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping,
-                                            trace, reference_coef, subset_indices, meta)
+                                            trace, subset_indices, meta)
     X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
     n_train = int(np.shape(y_train)[0])
     model, fit_wall = _fit(params, X_train, y_train, groups, reference_coef)
@@ -304,8 +304,7 @@ def _test_errors(model, features_dir):
     return int(y_test.shape[0]), int(np.count_nonzero(model.predict(X_test) != y_test))
 
 
-def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, trace, reference_coef,
-               subset_indices, meta):
+def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, trace, subset_indices, meta):
     """The checks of :func:`run_job` before the features are read.
 
     Returns
@@ -328,21 +327,15 @@ def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, 
     idx = _check_subset(subset_indices)
     trace = _core._check_trace(False if trace is None else trace)
     if method == PEER_METHOD:
-        if penalty != "l2" or groups is not None:
-            raise ValueError(f"method {PEER_METHOD!r} fits the l2 problem only; "
-                             f"got penalty={penalty!r}, groups={groups!r}")
-        if trace or reference_coef is not None:
-            raise ValueError(f"method {PEER_METHOD!r} has no convergence trace (trace/reference_coef given)")
         if solver != "paper" or stopping != "rel_change":
             raise ValueError(f"method {PEER_METHOD!r} takes no solver/stopping option (got {solver!r}, {stopping!r})")
-        # the peer is the registry's solver "liblinear" for hinge-reg (imports scikit-learn when run)
-        params = _core.check_params("hinge-reg", "l2", alpha, tol, max_iter, DEFAULT_STEP_RATIO,
-                                    "liblinear", "auto", False)
-    else:
-        # the checks of SparseSVC, before the features are read (groups <= M is checked in fit)
-        groups = _core.check_groups(penalty, groups, None, method)
-        params = _core.check_params(method, penalty, alpha, tol, max_iter, DEFAULT_STEP_RATIO,
-                                    solver, stopping, trace)
+        # the peer is the registry's solver "liblinear" for hinge-reg (imports scikit-learn when run);
+        # its family refuses other penalties and a trace (here), and a reference (in the fit)
+        method, solver, stopping = "hinge-reg", "liblinear", "auto"
+    # the checks of SparseSVC, before the features are read (groups <= M is checked in fit)
+    groups = _core.check_groups(penalty, groups, None, method)
+    params = _core.check_params(method, penalty, alpha, tol, max_iter, DEFAULT_STEP_RATIO,
+                                solver, stopping, trace)
     for key in ("trace", "coef_full"):
         if key in meta:
             raise ValueError(f"meta field {key!r} is reserved")

@@ -33,6 +33,7 @@ its clock starts: no ``fit_time`` ever includes compiling or loading it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -64,32 +65,45 @@ def cache_dir():
     return os.path.join(root, "numba")
 
 
+def import_compiled(module):
+    """Import a module of compiled kernels with numba's cache in :func:`cache_dir`.
+
+    numba fixes a function's cache location when it is decorated, so
+    :func:`cache_dir` is set as numba's cache directory for that import only,
+    unless the user set one (``NUMBA_CACHE_DIR``). Returns the module, or
+    None when numba is not installed.
+
+    Parameters
+    ----------
+    module : str
+        Absolute module name, e.g. ``"sparsesvm.solvers._kernels_jit"``.
+    """
+    try:
+        from numba.core import config
+    except ImportError:
+        return None
+    own = not config.CACHE_DIR
+    if own:
+        config.CACHE_DIR = cache_dir()
+    try:
+        return importlib.import_module(module)
+    finally:
+        if own:
+            config.CACHE_DIR = ""
+
+
 def _load():
     """The module of compiled kernels, or None when numba is missing or switched off.
 
-    The first call imports :mod:`sparsesvm.solvers._kernels_jit`, which compiles the
-    kernels or loads them from the cache (numba fixes a function's cache location
-    when it is decorated: :func:`cache_dir` is set as numba's cache directory
-    for that import only, unless the user set one).
+    The first call imports :mod:`sparsesvm.solvers._kernels_jit` (through
+    :func:`import_compiled`), which compiles the kernels or loads them from
+    the cache.
     """
     global _kernel
     if _kernel is None:
         if os.environ.get("SPARSESVM_NUMBA", "1") == "0":
             return None
-        try:
-            from numba.core import config
-        except ImportError:
-            _kernel = False
-        else:
-            own = not config.CACHE_DIR
-            if own:
-                config.CACHE_DIR = cache_dir()
-            try:
-                from . import _kernels_jit
-            finally:
-                if own:
-                    config.CACHE_DIR = ""
-            _kernel = _kernels_jit
+        _kernel = import_compiled("sparsesvm.solvers._kernels_jit") or False
     return _kernel or None
 
 

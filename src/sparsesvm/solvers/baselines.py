@@ -32,6 +32,7 @@ import numpy as np
 
 from .._sparse import issparse
 from ..model.losses import logistic_loss, squared_hinge_loss
+from ..model.operator import power_norm
 from ..model.projections import _project_simplex
 from ._loop import (
     DEFAULT_STEP_RATIO,
@@ -295,26 +296,10 @@ def logit(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference
 # --------------------------------------------------------------------------- #
 # one-vs-all squared hinge
 # --------------------------------------------------------------------------- #
-def _augmented_norm(Phi, max_iter=200, tol=1e-6):
-    """``||[Phi, 1]||_2`` by power iteration (Phi dense or CSR, float64)."""
-    rng = np.random.default_rng(0)
-    v = rng.standard_normal(Phi.shape[1] + 1)
-    v /= np.linalg.norm(v)
-    est = 0.0
-    for _ in range(max_iter):
-        u = Phi @ v[:-1] + v[-1]
-        w = np.empty_like(v)
-        w[:-1] = Phi.T @ u
-        w[-1] = u.sum()
-        new = np.linalg.norm(w)
-        if new == 0:
-            return 0.0
-        v = w / new
-        if abs(new - est) <= tol * new:
-            est = new
-            break
-        est = new
-    return float(np.sqrt(est))
+def _augmented_norm(Phi):
+    """``||[Phi, 1]||_2`` (Phi dense or CSR, float64) by :func:`~sparsesvm.model.operator.power_norm`."""
+    return power_norm(lambda v: Phi @ v[:-1] + v[-1], lambda u: np.append(Phi.T @ u, u.sum()),
+                      (Phi.shape[1] + 1,))
 
 
 class _OneVsAll:

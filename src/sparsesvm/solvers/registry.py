@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 
+from ..model.penalties import PENALTIES
 from .baselines import hinge_lin, liblinear_cs, logit, ova, square
 from .paper import hinge_con, hinge_reg
 
@@ -48,7 +49,6 @@ METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
 EXACT_HINGE = ("hinge-reg", "hinge-con", "hinge-lin")
 #: methods of the constrained problem ``min g(X) s.t. loss(X) <= eta``
 CONSTRAINED = ("hinge-con", "hinge-lin")
-PENALTIES = ("l2", "l1", "l12", "l1inf")
 
 
 def model_parameters(method, alpha, n_samples):
@@ -98,14 +98,13 @@ def _alpha_adapter(method, solve, primal_dual):
 
 
 def _liblinear_run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping):
-    if penalty.name != "l2":
-        raise ValueError(f"solver 'liblinear' fits the l2 penalty only, got penalty {penalty.name!r}")
-    if trace or reference is not None:
-        raise ValueError("solver 'liblinear' records no convergence trace (trace/reference given)")
+    # the family declares l2 only and no trace: core.check_params and core.fit refuse the rest
     return liblinear_cs(op.Phi, op.y_idx, op.n_classes, alpha, tol=tol, max_iter=max_iter)
 
 
-#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...)}``;
+#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...)}``, and
+#: optionally ``"penalties": (names...)`` (default: all of :data:`PENALTIES`) and
+#: ``"trace": False`` for a family that records no convergence trace;
 #: ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference,
 #: stopping) -> SolverResult`` with ``op`` a :class:`MulticlassOperator`
 #: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
@@ -122,7 +121,8 @@ SOLVERS = {
         },
         "stopping": ("rel_change", "gap"),
     },
-    "liblinear": {"methods": {"hinge-reg": _liblinear_run}, "stopping": ("liblinear",)},
+    "liblinear": {"methods": {"hinge-reg": _liblinear_run}, "stopping": ("liblinear",),
+                  "penalties": ("l2",), "trace": False},
 }
 
 #: Optional families: ``{name: (module, ...)}``; the modules register the family's
@@ -134,7 +134,7 @@ OPTIONAL_SOLVERS = {"accelerated": ("sparsesvm.solvers.accelerated.hinge",
                                     "sparsesvm.solvers.accelerated.smooth")}
 
 
-def register_solver(name, methods, stopping):
+def register_solver(name, methods, stopping, *, penalties=PENALTIES, trace=True):
     """Add a solver family usable as ``SparseSVC(solver=name)``, or add methods to it.
 
     Parameters
@@ -146,6 +146,10 @@ def register_solver(name, methods, stopping):
     stopping : tuple of str
         Stopping rules it accepts (the family's rules when it exists must be
         the same).
+    penalties : tuple of str, default=PENALTIES
+        Penalties its methods fit (a new family only).
+    trace : bool, default=True
+        Whether its methods record a convergence trace (a new family only).
 
     Raises
     ------
@@ -159,7 +163,8 @@ def register_solver(name, methods, stopping):
                              f"cannot add methods with {stopping}")
         SOLVERS[name]["methods"].update(methods)
         return
-    SOLVERS[name] = {"methods": dict(methods), "stopping": stopping}
+    SOLVERS[name] = {"methods": dict(methods), "stopping": stopping, "penalties": tuple(penalties),
+                     "trace": bool(trace)}
 
 
 _LOADED = set()
@@ -189,7 +194,8 @@ def solver_family(name):
     Returns
     -------
     dict
-        ``{"methods": {method: run}, "stopping": (rules...)}``.
+        ``{"methods": {method: run}, "stopping": (rules...)}``, with the
+        optional keys of :data:`SOLVERS`.
 
     Raises
     ------

@@ -42,6 +42,9 @@ Every stop is decided by the certified relative gap of the full problem
 The sweep is compiled with numba when it is installed (the ``fast`` extra) and
 the problem has at least :data:`NUMBA_MIN_WORK` entries L * M * K;
 ``SPARSESVM_NUMBA=0`` or a missing numba gives the numpy sweep (same steps).
+The compiled sweep lives in :mod:`sparsesvm.solvers.accelerated._l2dual_jit`,
+in numba's on-disk cache (compiled once, then loaded by every process) and is
+loaded by :func:`set_up` before the solver's clock starts.
 """
 
 from __future__ import annotations
@@ -53,15 +56,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
+from .._kernels import import_compiled
 
-_sweeps = None
+_sweep = None
 
 #: augmented-Lagrangian penalty rho relative to the mean squared sample norm;
 #: measured on MNIST scattering features (L = 500, alpha = 1, benchmarks/bench_l2.py):
 #: sweeps to a 1e-4 gap 420 at 0.01, 440 at 0.07, 520 at 0.23, 760 at 1, 2000+ at 5
 RHO_SCALE = 0.05
 #: smallest L * M * K for which the compiled sweeps are used by default (below it the
-#: numpy sweep costs less than importing numba and loading the kernels, ~1-2 s)
+#: numpy sweep costs less than importing numba and loading the compiled sweep)
 NUMBA_MIN_WORK = 1_000_000
 #: hinge-con's multiplier search gives up (eta cannot be met) beyond nu = exp(this)
 CON_MAX_LOG_NU = 25.0
@@ -90,13 +94,47 @@ def _simplex_project(t, radius, out):
         out[k] = v if v > 0.0 else 0.0
 
 
-def _sweep_rows_py(row, y, Y, V, c, bb, rho, lam, sq, order, changed):
-    """numpy sweep; ``row(l)`` gives (feature indices or a full slice, values) of sample l."""
+def _sweep_py(Phi, indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
+    """One pass of exact block steps over the samples in ``order`` (in place; numpy).
+
+    Parameters
+    ----------
+    Phi : ndarray (L, M)
+        Dense features; an empty (0, 0) array with CSR features.
+    indptr, indices, data : ndarray
+        CSR features (int64, int64, float64); unused with dense ones.
+    y : int64 ndarray (L,)
+    Y : ndarray (L, K)
+        Dual iterate on lam * simplex (row-wise).
+    V : ndarray (M, K)
+        ``Phi^T (Y - lam E)``.
+    c : ndarray (K,)
+        ``sum_l (Y - lam E)_l``.
+    bb : ndarray (K,)
+        The current multiplier b (the scores use ``bb - rho c``).
+    rho, lam : float
+    sq : ndarray (L,)
+        Squared row norms of Phi.
+    order : int64 ndarray
+        The samples to visit, in order.
+    changed : int8 ndarray (L,)
+        Output: 1 where the sample's block moved, 0 where it did not.
+
+    Returns
+    -------
+    float
+        The largest change of a Y entry. The compiled sweep
+        (:mod:`sparsesvm.solvers.accelerated._l2dual_jit`) takes the same steps.
+    """
     K = Y.shape[1]
+    everything = slice(None)
     ynew = np.empty(K)
     big = 0.0
     for l in order:
-        js, vs = row(l)
+        if Phi.shape[0]:
+            js, vs = everything, Phi[l]
+        else:
+            js, vs = indices[indptr[l]:indptr[l + 1]], data[indptr[l]:indptr[l + 1]]
         s = bb - rho * c - vs @ V[js]
         s[y[l]] -= 1.0
         _simplex_project(Y[l] + s / (sq[l] + rho), lam, ynew)
@@ -112,142 +150,39 @@ def _sweep_rows_py(row, y, Y, V, c, bb, rho, lam, sq, order, changed):
     return big
 
 
-def _sweep_dense_py(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
-    """One pass of exact block steps over the samples in ``order`` (in place).
+def load_sweep(use_numba=None):
+    """The compiled sweep (loaded from numba's cache, or compiled once), or the numpy one.
 
-    Phi (L, M); Y (L, K) dual iterate on lam * simplex; V = Phi^T (Y - lam E)
-    (M, K); c = sum_l (Y - lam E)_l (K,); bb (K,) the current multiplier b
-    (the scores use bb - rho c); sq (L,) squared row norms; changed (L,) int8
-    output: 1 where the sample's block moved, 0 where it did not.
-    Returns the largest change of a Y entry.
+    The numpy sweep when ``use_numba`` is False, when numba is missing, or (for
+    ``use_numba=None``) with ``SPARSESVM_NUMBA=0``. Called when a state is set
+    up, before any solver clock starts.
     """
-    everything = slice(None)
-    return _sweep_rows_py(lambda l: (everything, Phi[l]), y, Y, V, c, bb, rho, lam, sq, order,
-                          changed)
-
-
-def _sweep_csr_py(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
-    """As :func:`_sweep_dense_py` for CSR features (indptr, indices, data)."""
-    def row(l):
-        lo, hi = indptr[l], indptr[l + 1]
-        return indices[lo:hi], data[lo:hi]
-
-    return _sweep_rows_py(row, y, Y, V, c, bb, rho, lam, sq, order, changed)
-
-
-def _compile(numba):
-    """numba versions of the two sweeps (explicit loops, no temporaries)."""
-    jit = numba.njit(cache=True, nogil=True)
-    return _compile_sweeps(jit, *_compile_steps(jit))
-
-
-def _compile_steps(jit):
-    """The compiled per-sample parts of a sweep: ``(init_scores, block)``."""
-    proj = jit(_simplex_project)
-
-    @jit
-    def init_scores(s, bb, rho, c):
-        """``s = bb - rho c`` (K,), in place: the scores before the sample's features."""
-        for k in range(s.shape[0]):
-            s[k] = bb[k] - rho * c[k]
-
-    @jit
-    def block(Y, l, z, s, h, lam, t, ynew, d, c, changed):
-        """Exact step on sample l from its scores s (K,) and curvature h: Y[l], c
-        updated in place, the change in d, ``changed[l]`` set; returns max |d|."""
-        K = Y.shape[1]
-        s[z] -= 1.0
-        for k in range(K):
-            t[k] = Y[l, k] + s[k] / h
-        proj(t, lam, ynew)
-        m = 0.0
-        for k in range(K):
-            d[k] = ynew[k] - Y[l, k]
-            if abs(d[k]) > m:
-                m = abs(d[k])
-        if m > 0.0:
-            for k in range(K):
-                Y[l, k] = ynew[k]
-                c[k] += d[k]
-        changed[l] = 1 if m > 0.0 else 0
-        return m
-
-    return init_scores, block
-
-
-def _compile_sweeps(jit, init_scores, block):
-    """The compiled dense and CSR sweeps (see :func:`_sweep_dense_py`)."""
-
-    @jit
-    def sweep_dense(Phi, y, Y, V, c, bb, rho, lam, sq, order, changed):
-        M = Phi.shape[1]
-        K = Y.shape[1]
-        s, t, ynew, d = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
-        big = 0.0
-        for l in order:
-            init_scores(s, bb, rho, c)
-            for j in range(M):
-                p = Phi[l, j]
-                if p != 0.0:
-                    for k in range(K):
-                        s[k] -= p * V[j, k]
-            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c, changed)
-            if m == 0.0:
-                continue
-            big = m if m > big else big
-            for j in range(M):
-                p = Phi[l, j]
-                if p != 0.0:
-                    for k in range(K):
-                        V[j, k] += p * d[k]
-        return big
-
-    @jit
-    def sweep_csr(indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
-        K = Y.shape[1]
-        s, t, ynew, d = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
-        big = 0.0
-        for l in order:
-            init_scores(s, bb, rho, c)
-            for i in range(indptr[l], indptr[l + 1]):
-                j = indices[i]
-                p = data[i]
-                for k in range(K):
-                    s[k] -= p * V[j, k]
-            m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c, changed)
-            if m == 0.0:
-                continue
-            big = m if m > big else big
-            for i in range(indptr[l], indptr[l + 1]):
-                j = indices[i]
-                p = data[i]
-                for k in range(K):
-                    V[j, k] += p * d[k]
-        return big
-
-    return sweep_dense, sweep_csr
-
-
-def _load_sweeps(use_numba=None):
-    """(dense sweep, csr sweep): compiled when numba is usable, else the numpy ones."""
-    global _sweeps
+    global _sweep
     if use_numba is None:
         use_numba = os.environ.get("SPARSESVM_NUMBA", "1") != "0"
     if not use_numba:
-        return _sweep_dense_py, _sweep_csr_py
-    if _sweeps is None:
-        try:
-            import numba
-        except ImportError:
-            _sweeps = False
-        else:
-            _sweeps = _compile(numba)
-    return _sweeps or (_sweep_dense_py, _sweep_csr_py)
+        return _sweep_py
+    if _sweep is None:
+        module = import_compiled("sparsesvm.solvers.accelerated._l2dual_jit")
+        _sweep = module.sweep if module is not None else False
+    return _sweep or _sweep_py
+
+
+def _use_numba(op, use_numba):
+    """``use_numba``, or for None whether the problem is large enough for the compiled sweep."""
+    if use_numba is None and op.n_samples * op.n_features * op.n_classes < NUMBA_MIN_WORK:
+        return False  # importing numba and loading the sweep costs more
+    return use_numba
+
+
+def set_up(op, use_numba=None):
+    """Load the sweep that a state of this problem will use (call before the clock starts)."""
+    return load_sweep(_use_numba(op, use_numba))
 
 
 def compiled():
-    """Whether the numba sweeps are used."""
-    return _load_sweeps() != (_sweep_dense_py, _sweep_csr_py)
+    """Whether the numba sweep is used."""
+    return load_sweep() is not _sweep_py
 
 
 # ---------------------------------------------------------------------------
@@ -272,19 +207,19 @@ class _State:
         L, K = op.n_samples, op.n_classes
         self.E = np.zeros((L, K))
         self.E[np.arange(L), op.y_idx] = 1.0
-        self.sparse = sp.issparse(Phi)
-        if self.sparse:
+        if sp.issparse(Phi):
             self.sq = np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel()
+            self.rows = (np.empty((0, 0)), Phi.indptr.astype(np.int64), Phi.indices.astype(np.int64),
+                         Phi.data)
         else:
             self.sq = np.einsum("ij,ij->i", Phi, Phi)
+            self.rows = (Phi, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0))
         self.y = np.ascontiguousarray(op.y_idx, dtype=np.int64)
         self.Y = self.lam * self.E
         self.V = np.zeros((op.n_features, K))
         self.c = np.zeros(K)
         self.b = np.zeros(K)
-        if use_numba is None and op.n_samples * op.n_features * K < NUMBA_MIN_WORK:
-            use_numba = False  # importing numba and loading the kernels costs more
-        self.dense_sweep, self.csr_sweep = _load_sweeps(use_numba)
+        self.kernel = set_up(op, use_numba)
         self.rng = np.random.default_rng(0)
         self.changed = np.ones(L, dtype=np.int8)
         self.active = None
@@ -316,13 +251,8 @@ class _State:
             order = self.rng.permutation(L)
         else:
             order = self.rng.permutation(self.active)
-        Phi = self.op.Phi
-        if self.sparse:
-            big = self.csr_sweep(Phi.indptr, Phi.indices, Phi.data, self.y, self.Y, self.V,
-                                 self.c, self.b, self.rho, self.lam, self.sq, order, self.changed)
-        else:
-            big = self.dense_sweep(Phi, self.y, self.Y, self.V, self.c, self.b, self.rho,
-                                   self.lam, self.sq, order, self.changed)
+        big = self.kernel(*self.rows, self.y, self.Y, self.V, self.c, self.b, self.rho, self.lam,
+                          self.sq, order, self.changed)
         self.active = np.sort(order[self.changed[order] != 0])
         self.b -= self.rho * self.c
         return big

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
+from ...model.operator import power_norm
 from ...model.projections import _project_simplex
 
 __all__ = ["_Problem", "_pdhg", "_sublevel_dual_step"]
@@ -103,23 +104,14 @@ class _Problem:
             self.dy = np.ones(L)
         self.norm = self._precond_norm()
 
-    def _precond_norm(self, n_iter=60, rtol=1e-4):
-        """||D_y^(1/2) T D_x^(1/2)|| by power iteration (times 1.01)."""
+    def _precond_norm(self):
+        """||D_y^(1/2) T D_x^(1/2)|| by :func:`~sparsesvm.model.operator.power_norm`, times 1.01."""
         op = self.op
-        rng = np.random.default_rng(0)
         dxW = self.geo.from_groups(np.broadcast_to(self.dx, self.geo.group_shape))
         sx = np.sqrt(np.vstack([dxW, self.db[None, :]]))  # (M+1, K)
-        X = rng.standard_normal((self.M + 1, self.K))
-        est = 0.0
-        for _ in range(n_iter):
-            X /= np.linalg.norm(X)
-            X = sx * op.T_adjoint(self.dy[:, None] * op.T(sx * X))
-            new = np.sqrt(np.linalg.norm(X))
-            if abs(new - est) <= rtol * new:
-                est = new
-                break
-            est = new
-        return est * 1.01
+        sy = np.sqrt(self.dy)[:, None]  # (L, 1)
+        return 1.01 * power_norm(lambda X: sy * op.T(sx * X), lambda U: sx * op.T_adjoint(sy * U),
+                                 (self.M + 1, self.K), max_iter=60, tol=1e-4)
 
     def dual_step(self, Yhat, sig_rows):
         """prox of sigma f* at Yhat; sig_rows (L,) per-row step."""
