@@ -232,24 +232,30 @@ def alpha_parameter(method, alpha, n_samples):
 
 
 def paper_fit(method, op, penalty, alpha, **options):
-    """Algorithm 1 (hinge-reg) or 2 (hinge-con) of the paper at ``alpha``.
+    """The paper's algorithm for ``method`` at ``alpha``: Algorithm 1 (hinge-reg), 2
+    (hinge-con), FISTA (square) or forward-backward (logit).
 
     Parameters
     ----------
-    method : {"hinge-reg", "hinge-con"}
+    method : {"hinge-reg", "hinge-con", "square", "logit"}
     op : MulticlassOperator
         The problem (Phi of shape (L, M), labels, K classes).
     penalty : Penalty
         From ``make_penalty``.
     alpha : float
     **options
-        Passed to the solver (tol, max_iter, step_ratio, trace, ...).
+        Passed to the solver (tol, max_iter, step_ratio, trace, ...); ``step_ratio``
+        is dropped for square and logit, which have no dual step.
 
     Returns
     -------
     SolverResult
     """
-    solve = {"hinge-reg": package("solvers").hinge_reg, "hinge-con": package("solvers").hinge_con}
+    solvers = package("solvers")
+    solve = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con, "square": solvers.square,
+             "logit": solvers.logit}
+    if method in ("square", "logit"):
+        options.pop("step_ratio", None)
     return solve[method](op, penalty, **alpha_parameter(method, alpha, op.n_samples), **options)
 
 

@@ -1,4 +1,4 @@
-"""Cost of one iteration of hinge-reg / hinge-con against the two products with Phi.
+"""Cost of one iteration of hinge-reg / hinge-con (or square / logit) against the two products with Phi.
 
 Question: how close is one iteration of the paper's algorithms to its floor, the two
 products with Phi every iteration needs, with the compiled kernels and without? Answered
@@ -36,7 +36,8 @@ Usage::
 
     .venv/bin/python benchmarks/bench_iteration.py [--problems mnist news20]
         [--L 30 50 100] [--penalty l1inf] [--groups 81|features]
-        [--paths numba numpy] [--iters 200] [--max-iter 20000] [--cvxpy]
+        [--methods hinge-reg hinge-con square logit] [--paths numba numpy] [--iters 200]
+        [--max-iter 20000] [--cvxpy]
         [--json out.json]
     .venv/bin/python benchmarks/bench_iteration.py --problems mnist --L 30 --iters 20 \
         --max-iter 50 --repeats 1 --paths numpy                             # quick
@@ -119,8 +120,8 @@ def use_path(path):
 
 
 def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repeats=3,
-          path="numpy", L=None, penalty="l1inf", groups=None):
-    """Per-iteration cost ratio, and the run to the 1e-5 stop, for hinge-reg and hinge-con.
+          path="numpy", L=None, penalty="l1inf", groups=None, methods=("hinge-reg", "hinge-con")):
+    """Per-iteration cost ratio, and the run to the 1e-5 stop, for each of ``methods``.
 
     The ratio is measured ``repeats`` times as a pair (floor just before and just
     after a run of ``iters`` iterations, the smaller kept): on a shared machine the
@@ -138,7 +139,7 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     passes = passes_floor(Phi.shape[1], K)
     use_path(path)
     rows = []
-    for method in ("hinge-reg", "hinge-con"):
+    for method in methods:
         alpha = alphas[method]
         # warm-up: numba loads (or compiles) its kernel at the first fit
         h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=5, step_ratio=step_ratio)
@@ -201,13 +202,17 @@ def main(argv=None):
     ap.add_argument("--penalty", default="l1inf", choices=["l2", "l1", "l12", "l1inf"])
     ap.add_argument("--groups", default=None,
                     help="group size or 'features' (default 81 for l12/l1inf)")
+    ap.add_argument("--methods", nargs="+", choices=["hinge-reg", "hinge-con", "square", "logit"],
+                    default=["hinge-reg", "hinge-con"],
+                    help="square (FISTA) and logit (forward-backward) take --alpha-reg")
     ap.add_argument("--paths", nargs="+", choices=["numba", "numpy"], default=None,
                     help="primal-update paths to time (default: both where numba is installed)")
     args = ap.parse_args(argv)
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     h.limit_blas(args.threads)
-    alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con}
+    alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con, "square": args.alpha_reg,
+              "logit": args.alpha_reg}
     paths = args.paths or (["numba", "numpy"] if h.kernels.available() else ["numpy"])
     rows = []
     groups = args.groups
@@ -218,7 +223,7 @@ def main(argv=None):
             for path in paths:
                 rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy,
                               args.step_ratio, repeats=args.repeats, path=path, L=L,
-                              penalty=args.penalty, groups=groups)
+                              penalty=args.penalty, groups=groups, methods=args.methods)
     if args.json:
         h.write_results(args.json, {"rows": rows}, args)
 

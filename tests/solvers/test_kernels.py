@@ -96,7 +96,7 @@ def test_fused_step_only_where_it_applies(monkeypatch):
     assert _kernels.fused_step(pen, 10**9) is None and not _kernels.available()
 
 
-@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin"])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "logit-fista"])
 @pytest.mark.parametrize("name,groups", [("l1inf", 4), ("l12", "features"), ("l1", None), ("l2", None)])
 @pytest.mark.parametrize("K", [3, 2])
 def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name, groups, K):
@@ -108,7 +108,11 @@ def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name
     pen = make_penalty(name, groups, M, K)
     fit = {"hinge-reg": lambda: solvers.hinge_reg(op, pen, 2.0, tol=1e-7, max_iter=3000),
            "hinge-con": lambda: solvers.hinge_con(op, pen, 0.2 * L, tol=1e-7, max_iter=3000),
-           "hinge-lin": lambda: solvers.hinge_lin(op, pen, 0.2 * L, tol=1e-7, max_iter=3000)}[method]
+           "hinge-lin": lambda: solvers.hinge_lin(op, pen, 0.2 * L, tol=1e-7, max_iter=3000),
+           # the smooth baselines' forward step (FISTA for square, forward-backward for logit)
+           "square": lambda: solvers.square(op, pen, 0.5, tol=1e-7, max_iter=3000),
+           "logit": lambda: solvers.logit(op, pen, 0.5, tol=1e-7, max_iter=3000),
+           "logit-fista": lambda: solvers.logit(op, pen, 0.5, tol=1e-7, max_iter=3000, scheme="fista")}[method]
     monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
     fused = fit()
     monkeypatch.setattr(_kernels, "MIN_SIZE", 10**12)
