@@ -181,7 +181,7 @@ def test_ova_fit_time_includes_the_step_size_norm(monkeypatch):
     assert res.n_iter == 3 and res.fit_time >= PAUSE
 
 
-@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit"])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"])
 def test_fit_time_excludes_the_kernel_set_up(monkeypatch, method):
     """Compiling or loading the kernel (made to take 3 s here) is not on the clock."""
     pytest.importorskip("numba")
@@ -193,7 +193,9 @@ def test_fit_time_excludes_the_kernel_set_up(monkeypatch, method):
     monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
     monkeypatch.setattr(_kernels, "_load", _slow_load(kernel, 3.0))
     run = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
-           "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit}[method]
+           "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit,
+           "ova": lambda op, pen, lam, **kw: solvers.ova(op.Phi, op.y_idx, op.n_classes, pen, lam, **kw)
+           }[method]
     t0 = time.perf_counter()
     res = run(op, pen, 2.0, max_iter=5)
     assert time.perf_counter() - t0 >= 3.0  # the set-up ran, in this call

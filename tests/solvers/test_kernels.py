@@ -96,7 +96,8 @@ def test_fused_step_only_where_it_applies(monkeypatch):
     assert _kernels.fused_step(pen, 10**9) is None and not _kernels.available()
 
 
-@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "logit-fista"])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "logit-fista",
+                                    "ova"])
 @pytest.mark.parametrize("name,groups", [("l1inf", 4), ("l12", "features"), ("l1", None), ("l2", None)])
 @pytest.mark.parametrize("K", [3, 2])
 def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name, groups, K):
@@ -112,8 +113,13 @@ def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name
            # the smooth baselines' forward step (FISTA for square, forward-backward for logit)
            "square": lambda: solvers.square(op, pen, 0.5, tol=1e-7, max_iter=3000),
            "logit": lambda: solvers.logit(op, pen, 0.5, tol=1e-7, max_iter=3000),
-           "logit-fista": lambda: solvers.logit(op, pen, 0.5, tol=1e-7, max_iter=3000, scheme="fista")}[method]
+           "logit-fista": lambda: solvers.logit(op, pen, 0.5, tol=1e-7, max_iter=3000, scheme="fista"),
+           "ova": lambda: solvers.ova(Phi, y, K, pen, 0.5, tol=1e-7, max_iter=3000)}[method]
     monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
+    if method == "ova" and groups == "features":  # one-vs-all has no across-class groups
+        with pytest.raises(ValueError, match="across-class"):
+            fit()
+        return
     fused = fit()
     monkeypatch.setattr(_kernels, "MIN_SIZE", 10**12)
     plain = fit()

@@ -370,6 +370,8 @@ class _OneVsAll:
                 return _mk(penalty.name, penalty.groups, M, n)
         self.make_penalty = make_penalty
         self.pens = {K: penalty}
+        # the compiled forward step per number of active classes (the first loads the kernel)
+        self.fused = {K: _kernels.fused_step(penalty, (M + 1) * K)}
         self.gap = GapCheck(self.rel_gap)
 
     def residual(self, Xa, Ya):
@@ -402,15 +404,22 @@ class _OneVsAll:
         Ya = self.Ypm if full else self.Ypm[:, active]
         P = self.residual(Va, Ya)
         P *= Ya
-        P *= 2.0 * self.lam * step  # step * gradient wrt scores, sign flipped
-        G = np.empty_like(Va)
-        G[:-1] = self.Phi.T @ P
-        G[-1] = P.sum(axis=0)
-        G += Va
         na = active.size
         if na not in self.pens:
             self.pens[na] = self.make_penalty(na)
-        Xn = self.pens[na].prox(G, step)
+            self.fused[na] = _kernels.fused_step(self.pens[na], Va.size)
+        fused = self.fused[na]
+        # P becomes the gradient wrt the scores (compiled path) or step times its negative
+        P *= -2.0 * self.lam if fused is not None else 2.0 * self.lam * step
+        G = np.empty(Va.shape) if fused is not None else np.empty_like(Va)  # C order for the kernel
+        G[:-1] = self.Phi.T @ P
+        G[-1] = P.sum(axis=0)
+        if fused is not None:
+            fused(np.ascontiguousarray(Va), G, step, G)  # G = prox_{step g}(Va - step * gradient)
+            Xn = G
+        else:
+            G += Va
+            Xn = self.pens[na].prox(G, step)
         D = Xn - Xa
         nx = np.linalg.norm(Xn, axis=0)
         nd = np.linalg.norm(D, axis=0)
