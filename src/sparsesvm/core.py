@@ -145,17 +145,17 @@ def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stop
     tol = _check_positive_real(tol, "tol", allow_zero=True)
     max_iter = _check_max_iter(max_iter)
     step_ratio = _check_positive_real(step_ratio, "step_ratio")
-    run, rules = lookup(method, solver)
-    family = solver_family(solver)
-    fits = family.get("penalties", PENALTIES)
-    if penalty not in fits:
-        raise ValueError(f"solver {solver!r} fits the {'/'.join(fits)} problem only; got penalty {penalty!r}")
+    run, family = lookup(method, solver)
+    if penalty not in family["penalties"]:
+        raise ValueError(f"solver {solver!r} fits the {'/'.join(family['penalties'])} problem only; "
+                         f"got penalty {penalty!r}")
+    rules = family["stopping"]
     rule = rules[0] if stopping == "auto" else stopping
     if rule not in rules:
         raise ValueError(f"unknown stopping {stopping!r} for solver {solver!r}; "
                          f"expected 'auto' or one of {rules}")
     trace = _check_trace(trace)
-    if trace and not family.get("trace", True):
+    if trace and not family["trace"]:
         raise ValueError(f"solver {solver!r} records no convergence trace (trace={trace!r} given)")
     return FitParams(method, penalty, alpha, tol, max_iter, step_ratio, solver, rule, trace, run)
 
@@ -328,7 +328,7 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
     groups = check_groups(params.penalty, groups, M, params.method)
     reference = None
     if reference_coef is not None:
-        if not solver_family(params.solver).get("trace", True):
+        if not solver_family(params.solver)["trace"]:
             raise ValueError(f"{owner}: solver {params.solver!r} records no convergence trace "
                              "(reference_coef given)")
         ref = np.asarray(reference_coef, dtype=np.float64)

@@ -175,24 +175,27 @@ class _ForwardStep:
     least :data:`sparsesvm.solvers._kernels.MIN_SIZE` parameters and numba
     installed the shift and the prox are one compiled pass (the primal step of
     Algorithms 1-2, :func:`sparsesvm.solvers._kernels.fused_step`); otherwise numpy.
+    ``step`` is set once the clock runs (it needs ``||T||``), as
+    :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
     """
 
-    def __init__(self, penalty, X0):
-        self.penalty = penalty
-        self.fused = _kernels.fused_step(penalty, X0.size)  # compiles or loads the kernel
+    def __init__(self, op, penalty, lam):
+        self.op, self.penalty, self.lam, self.step = op, penalty, lam, None
+        # compiles or loads the kernel (call before the clock starts)
+        self.fused = _kernels.fused_step(penalty, (op.n_features + 1) * op.n_classes)
 
-    def __call__(self, V, X, P, op, lam, step):
+    def __call__(self, V, X, P):
         """``(Xn, D, rel)`` from the extrapolated point V, the iterate X and ``P`` (L, K)."""
         if self.fused is not None:
-            P *= lam
-            Xn = np.ascontiguousarray(op.T_adjoint(P))
-            nn, _ = self.fused(V, Xn, step, Xn)  # ||Xn||^2 from the same pass
+            P *= self.lam
+            Xn = np.ascontiguousarray(self.op.T_adjoint(P))
+            nn, _ = self.fused(V, Xn, self.step, Xn)  # ||Xn||^2 from the same pass
             D = Xn - X
             return Xn, D, float(np.sqrt(np.vdot(D, D) / nn)) if nn > 0 else np.inf
-        G = op.T_adjoint(P)
-        G *= -step * lam
+        G = self.op.T_adjoint(P)
+        G *= -self.step * self.lam
         G += V
-        Xn = self.penalty.prox(G, step, check_input=False)
+        Xn = self.penalty.prox(G, self.step, check_input=False)
         D = Xn - X
         nrm = np.linalg.norm(Xn)
         return Xn, D, float(np.linalg.norm(D) / nrm) if nrm > 0 else np.inf
@@ -220,10 +223,10 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
         return penalty.value(X) + lam * loss_fn(op.T(X), R)
 
     gap = GapCheck(lambda X: _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
-    X = np.zeros((op.n_features + 1, op.n_classes))
-    forward = _ForwardStep(penalty, X)  # compiles or loads the kernel: before the clock
+    forward = _ForwardStep(op, penalty, lam)  # compiles or loads the kernel: before the clock
     clock = Clock()
-    step = 1.0 / (curvature * lam * op.norm() ** 2)
+    forward.step = 1.0 / (curvature * lam * op.norm() ** 2)
+    X = np.zeros((op.n_features + 1, op.n_classes))
     V = X.copy()
     TV = np.zeros_like(R, dtype=np.float64)
     t = 1.0
@@ -231,7 +234,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
-        Xn, D, rel = forward(V, X, dual_fn(TV, R), op, lam, step)
+        Xn, D, rel = forward(V, X, dual_fn(TV, R))
         if scheme == "fista":
             # adaptive restart (O'Donoghue & Candes): momentum against the step
             if np.vdot(V - Xn, D) > 0:

@@ -102,9 +102,10 @@ def _liblinear_run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, refe
     return liblinear_cs(op.Phi, op.y_idx, op.n_classes, alpha, tol=tol, max_iter=max_iter)
 
 
-#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...)}``, and
-#: optionally ``"penalties": (names...)`` (default: all of :data:`PENALTIES`) and
-#: ``"trace": False`` for a family that records no convergence trace;
+#: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...),
+#: "penalties": (names...), "trace": bool}``: the methods, the stopping rules
+#: (default first), the penalties its methods fit and whether they record a
+#: convergence trace;
 #: ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference,
 #: stopping) -> SolverResult`` with ``op`` a :class:`MulticlassOperator`
 #: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
@@ -120,6 +121,8 @@ SOLVERS = {
             "ova": _alpha_adapter("ova", _ova_on_operator, False),
         },
         "stopping": ("rel_change", "gap"),
+        "penalties": PENALTIES,
+        "trace": True,
     },
     "liblinear": {"methods": {"hinge-reg": _liblinear_run}, "stopping": ("liblinear",),
                   "penalties": ("l2",), "trace": False},
@@ -194,8 +197,8 @@ def solver_family(name):
     Returns
     -------
     dict
-        ``{"methods": {method: run}, "stopping": (rules...)}``, with the
-        optional keys of :data:`SOLVERS`.
+        The family's entry: ``"methods"``, ``"stopping"``, ``"penalties"`` and
+        ``"trace"`` (see :data:`SOLVERS`).
 
     Raises
     ------
@@ -213,7 +216,7 @@ def solver_family(name):
 
 
 def lookup(method, solver):
-    """The fit function of ``(method, solver)`` and the family's stopping rules.
+    """The fit function of ``(method, solver)`` and the family's entry.
 
     Parameters
     ----------
@@ -225,8 +228,9 @@ def lookup(method, solver):
     -------
     run : callable
         ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference, stopping)``.
-    stopping : tuple of str
-        The rules the family accepts, its default first.
+    family : dict
+        ``SOLVERS[solver]``: its stopping rules (default first), the penalties
+        it fits and whether it records a trace.
 
     Raises
     ------
@@ -238,4 +242,4 @@ def lookup(method, solver):
     if method not in family["methods"]:
         raise ValueError(f"solver {solver!r} does not support method {method!r}; "
                          f"it supports {tuple(family['methods'])}")
-    return family["methods"][method], family["stopping"]
+    return family["methods"][method], family
