@@ -29,15 +29,24 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   penalty is linear there) every ``4 * ANDERSON`` epochs, kept when it
   lowers the objective;
 * for l2 with ``L K <=`` :data:`KERNEL_MAX`, no coordinate descent: Newton's
-  method in sample space (:func:`_l2_kernel_newton`).
+  method in sample space (:func:`_l2_kernel_newton`);
+* for l1, l1,2 and l1,inf with ``L K <=``
+  :data:`~sparsesvm.solvers.accelerated.smooth_qp.QP_MAX_SCORES` (and
+  clarabel installed), the working-set subproblems are **conic QPs** solved
+  by an interior-point method (:mod:`.smooth_qp`: square and one-vs-all
+  exactly, logit by proximal Newton steps); the working sets grow as in a
+  column generation, and coordinate descent takes over once a working set
+  repeats (the QP's own accuracy, about 1e-10 relative, is then the limit).
 
-A fit stops at the certified gap ``tol``, at ``max_iter`` epochs, or when
-the certified gap has not halved in :data:`STALL_EPOCHS` epochs (then
-``converged`` is False and ``rel_gap`` says how far it got). Measured on
-leukemia's raw values: the cells where the loss is almost 0 at the optimum
-(small alpha; the problem is then nearly the hard-margin linear program)
-stall at relative gaps of 1e-2 to 1 — coordinate descent is slow on these
-degenerate problems.
+A fit stops at the certified gap ``tol``, at ``max_iter`` epochs (a QP
+counts as one), or when the certified gap has not halved in
+:data:`STALL_EPOCHS` epochs (then ``converged`` is False and ``rel_gap`` says
+how far it got). Why the QPs: on leukemia's raw values the cells where the
+loss is almost 0 at the optimum (small alpha; the problem is then nearly the
+hard-margin linear program) stalled under coordinate descent alone at
+relative gaps of 1e-2 to 4 (75 of E1's 103 l1, l1,2 and l1,inf fits of the
+smooth baselines); with the QPs all 103 reach 1e-5
+(``benchmarks/bench_smooth.py``; the README's Table 1 section).
 
 The loop is numpy per unit (a few small products per unit update).
 Importing this module adds square, logit and ova to the
@@ -54,6 +63,7 @@ from ..._sparse import issparse
 from ...model.certificates import SMOOTH_METHODS, smooth_gap_scores
 from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
+from . import smooth_qp
 
 __all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON"]
 
@@ -542,6 +552,32 @@ class _CoordinateDescent:
         gb = np.abs(Gs.sum(axis=0)).max()
         return gb <= 1e-9 * max(np.abs(Gs).sum(axis=0).max(), 1e-300) or epochs % 200 == 0
 
+    def exact_subproblem(self, ws, inner_tol, deadline):
+        """Solve the working-set subproblem as HiGHS QPs (:mod:`.smooth_qp`; l1 and l1inf):
+        the number of QPs solved, or 0 when they did not lower the objective (the caller
+        then runs :meth:`subproblem`)."""
+        rows = self.units.rows(ws)
+        if not rows.size:
+            return 0
+        sub_geo = self.units.sub_geo(rows)
+        P = self.units.Phi[:, rows]
+        P = P.toarray() if self.units.sparse else np.ascontiguousarray(P)
+        method, y, Ypm, lam = self.method, self.y, self.Ypm, self.lam
+        out = smooth_qp.solve_subproblem(
+            method, P, y, self.W.shape[1], sub_geo, lam, self.W[rows], self.b,
+            objective=lambda W, S: sub_geo.weight_value(W) + lam * _loss(method, S, y, Ypm),
+            score_grad=lambda S: _score_grad(method, S, y, Ypm),
+            score_hessian=lambda S: _score_hessian(method, S, y, Ypm),
+            certify=lambda W, S: smooth_gap_scores(method, P, y, S, W, sub_geo, lam).rel_gap,
+            inner_tol=inner_tol, deadline=deadline)
+        if out is None:
+            return 0
+        Wn, bn, n_qp = out
+        self.W[rows] = Wn
+        self.b[:] = bn
+        self.start()
+        return n_qp
+
     def subproblem(self, ws, inner_tol, epochs, max_iter, deadline):
         """Descend on the working set ``ws`` until its own gap is below ``inner_tol``
         (or it stalls, or the caps); returns the epochs done in all."""
@@ -660,6 +696,8 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
     n_outer = 0
     ws_size = MIN_WS
     best = (np.inf, 0)
+    exact = smooth_qp.available(cd.method, cd.geo, *cd.S.shape)
+    last_ws = None
     while True:
         full = smooth_gap_scores(cd.method, cd.Phi, cd.y, cd.S, cd.W, cd.geo, cd.lam)
         n_outer += 1
@@ -673,6 +711,18 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
             return epochs, n_outer, full
         ws, ws_size = cd.working_set(ws_size)
         inner_tol = max(INNER_RATIO * full.rel_gap, 0.5 * tol)
+        if (exact and last_ws is not None and np.array_equal(ws, last_ws[0])
+                and (cd.method != "logit" or full.rel_gap > 0.5 * last_ws[1])):
+            # the same working set as the last QP, solved as exactly as the QP solver
+            # allows (about 1e-10 relative; logit: its Newton steps no longer halve the
+            # gap): coordinate descent polishes from here
+            exact, best = False, (full.rel_gap, epochs)
+        if exact and cd.units.rows(ws).size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
+            n_qp = cd.exact_subproblem(ws, inner_tol, deadline)
+            if n_qp:
+                epochs += n_qp
+                last_ws = (ws, full.rel_gap)
+                continue
         epochs = cd.subproblem(ws, inner_tol, epochs, max_iter, deadline)
 
 

@@ -1,0 +1,294 @@
+"""Exact working-set subproblems of the smooth baselines for l1, l1,2 and l1,inf: conic QPs.
+
+On the ``m`` feature rows of a working set, the problem of
+:mod:`~sparsesvm.solvers.accelerated.smooth`,
+``min_{W (m, K), b} g(W) + lam * F(P W + 1 b^T)``, is written with score
+variables ``s = P W + 1 b^T`` (one equality row per entry of the scores) and
+one variable ``t_G >= g_G(W_G)`` per group of the penalty (``g(W) = sum_G t_G``
+at the optimum): two linear rows ``t_G >= +-W_e`` per entry for l1 and l1,inf,
+one second-order cone ``(t_G, W_G)`` per group for l1,2.
+
+* square: ``min sum t + lam sum xi^2`` with ``xi_lk >= 1 + s_lk - s_lz_l``
+  (``k != z_l``), ``xi >= 0``: the problem itself;
+* one-vs-all: ``xi_lk >= 1 - y_lk s_lk`` (``y_lk = +-1``), ``xi >= 0``: the same;
+* logit: not a QP; each step of a **proximal Newton method** (Lee, Sun and
+  Saunders 2014) minimises ``g`` plus the loss' second-order model at the
+  current scores, ``lam (G - H S0)^T s + lam/2 s^T H s`` in place of the
+  ``xi`` terms (G, H: the loss' gradient and Hessian blocks), then a
+  backtracking line search on the true objective.
+
+They are solved by Clarabel's interior-point method (``clarabel``, the
+default solver of CVXPY; an optional dependency: without it the smooth
+baselines keep coordinate descent). HiGHS' active-set QP solver, tried first
+on the same leukemia subproblems, stalled or stopped at its time limit on 3
+of 5 (scipy 1.16's bundled HiGHS 1.12) and on 1 of 2 (highspy 1.16: 33800
+iterations in 5 s on 553 variables), where Clarabel took 12 and 20 ms to a
+relative gap of 1e-10.
+
+Raw features (leukemia: entries in the ten thousands, ``W`` about 1e-4) are
+scaled by one scalar ``sigma = 1 / max |P|`` (``W = sigma w``; the objective is
+divided by sigma), which keeps the group structure and makes the rows'
+coefficients at most 1. An interior point is never exactly sparse: entries
+below :data:`ZERO` in the scaled weights (1e-9 and less where measured, the
+others 1e-2 and more) are set to 0, kept when that does not raise the
+objective by more than its rounding.
+"""
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+try:
+    import clarabel
+except ImportError:  # pragma: no cover - depends on the environment
+    clarabel = None
+
+__all__ = ["available", "solve_subproblem", "QP_MAX_SCORES", "QP_MAX_WEIGHTS", "NEWTON_STEPS"]
+
+#: largest L * K (score variables and equality rows) for which the working-set
+#: subproblems are solved as conic QPs; larger problems keep coordinate descent
+QP_MAX_SCORES = 5000
+#: largest number of weights m * K of a working-set QP
+QP_MAX_WEIGHTS = 20000
+#: proximal Newton steps of logit per subproblem
+NEWTON_STEPS = 30
+#: Clarabel's feasibility and gap tolerances
+TOL = 1e-10
+#: scaled weights below this are zeros of the model (see the module docstring)
+ZERO = 1e-7
+
+
+def available(method, geo, n_samples, n_classes):
+    """Whether the working-set subproblems of this problem are solved as conic QPs."""
+    return (clarabel is not None and geo.name in ("l1", "l12", "l1inf")
+            and n_samples * n_classes <= QP_MAX_SCORES)
+
+
+def _group_entries(geo, m, K):
+    """The groups of ``geo`` (made for (m, K)): flat indices into ``W.ravel()`` of every
+    entry, its group id (entries sorted by group), and the number of groups."""
+    E = np.arange(1, m * K + 1, dtype=np.float64).reshape(m, K)
+    G = geo.to_groups(E)                      # (n1, s, n2), padding zero
+    n1, s, n2 = G.shape
+    A = G.transpose(0, 2, 1).reshape(n1 * n2, s)
+    gid, slot = np.nonzero(A)
+    return A[gid, slot].astype(np.int64) - 1, gid, n1 * n2
+
+
+def _sel(rows, cols, vals, shape):
+    return sp.csr_matrix((vals, (rows, cols)), shape=shape)
+
+
+class _QP:
+    """The conic QP of one working set, in the scaled variables ``[w, b, t, s, xi]``.
+
+    Constraints are Clarabel's ``A x + z = rhs``, ``z`` in the cones (zero cone:
+    the scores; non-negative cone: the group rows of l1 / l1inf, the hinges,
+    ``xi >= 0``; one second-order cone per group for l12).
+
+    Parameters
+    ----------
+    method : {"square", "logit", "ova"}
+    P : ndarray (L, m)
+        The working set's columns of the features.
+    y : int ndarray (L,)
+    K : int
+    geo : Penalty
+        The penalty made for (m, K).
+    lam : float
+    """
+
+    def __init__(self, method, P, y, K, geo, lam):
+        L, m = P.shape
+        self.method, self.L, self.m, self.K = method, L, m, K
+        pmax = float(np.abs(P).max()) if P.size else 0.0
+        self.sigma = 1.0 / pmax if pmax > 0 else 1.0
+        self.c = lam / self.sigma            # loss weight once the objective is divided by sigma
+        ent, gid, ng = _group_entries(geo, m, K)
+        nw, ns = m * K, L * K
+        if method == "square":
+            ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
+        else:
+            ll, kk = np.repeat(np.arange(L), K), np.tile(np.arange(K), L)
+        nx = 0 if method == "logit" else ll.size
+        self.xs = 1.0 / np.sqrt(self.c)      # xi = xs * zeta: the loss is sum zeta^2
+        self.ib, self.it = nw, nw + K
+        self.i_s, self.ix = nw + K + ng, nw + K + ng + ns
+        self.n = n = self.ix + nx
+        # zero cone: s_lk - sigma P_l. w_.k - b_k = 0
+        blocks = [sp.hstack([sp.kron(sp.csr_matrix(-self.sigma * P), sp.identity(K)),
+                             sp.kron(sp.csr_matrix(-np.ones((L, 1))), sp.identity(K)),
+                             sp.csr_matrix((ns, ng)), sp.identity(ns),
+                             sp.csr_matrix((ns, nx))], format="csr")]
+        rhs = [np.zeros(ns)]
+        self.cones = [clarabel.ZeroConeT(ns)]
+        n_nonneg = 0
+        ne = ent.size
+        if geo.name != "l12":                # +-w_e - t_G <= 0
+            r = np.arange(2 * ne)
+            blocks.append(_sel(np.concatenate([r, r]),
+                               np.concatenate([np.tile(ent, 2), self.it + np.tile(gid, 2)]),
+                               np.concatenate([np.ones(ne), -np.ones(ne), -np.ones(2 * ne)]),
+                               (2 * ne, n)))
+            rhs.append(np.zeros(2 * ne))
+            n_nonneg += 2 * ne
+        if nx:                               # (margin of s) - xs zeta <= -1, -zeta <= 0
+            h = np.arange(nx)
+            if method == "square":
+                cols = [self.i_s + ll * K + kk, self.i_s + ll * K + y[ll], self.ix + h]
+                vals = [np.ones(nx), -np.ones(nx), np.full(nx, -self.xs)]
+            else:
+                ypm = np.where(kk == y[ll], 1.0, -1.0)
+                cols = [self.i_s + ll * K + kk, self.ix + h]
+                vals = [-ypm, np.full(nx, -self.xs)]
+            blocks.append(_sel(np.tile(h, len(cols)), np.concatenate(cols),
+                               np.concatenate(vals), (nx, n)))
+            blocks.append(_sel(h, self.ix + h, -np.ones(nx), (nx, n)))
+            rhs += [-np.ones(nx), np.zeros(nx)]
+            n_nonneg += 2 * nx
+        if n_nonneg:
+            self.cones.append(clarabel.NonnegativeConeT(n_nonneg))
+        if geo.name == "l12":                # (t_G, w_G) in the second-order cone
+            starts = np.searchsorted(gid, np.arange(ng))
+            sizes = np.diff(np.append(starts, ne))
+            rows = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])  # first row of each cone
+            r_t = rows
+            r_w = np.repeat(rows + 1, sizes) + (np.arange(ne) - np.repeat(starts, sizes))
+            blocks.append(_sel(np.concatenate([r_t, r_w]),
+                               np.concatenate([self.it + np.arange(ng), ent]),
+                               -np.ones(ng + ne), (ng + ne, n)))
+            rhs.append(np.zeros(ng + ne))
+            self.cones += [clarabel.SecondOrderConeT(int(d) + 1) for d in sizes]
+        self.A = sp.vstack(blocks, format="csc")
+        self.rhs = np.concatenate(rhs)
+        self.cost = np.concatenate([np.zeros(nw + K), np.ones(ng), np.zeros(ns + nx)])
+
+    def solve(self, lin_s=None, hess_s=None, time_limit=None):
+        """Solve; ``lin_s`` (L, K) and ``hess_s`` (L, K, K) the loss model of logit.
+
+        Returns ``(W (m, K), b (K,))``, or None when Clarabel reports no solution.
+        """
+        L, K = self.L, self.K
+        cost = self.cost.copy()
+        if lin_s is not None:
+            cost[self.i_s:self.i_s + L * K] = self.c * lin_s.ravel()
+        st = clarabel.DefaultSettings()
+        st.verbose = False
+        st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = TOL
+        st.max_threads = 1
+        if time_limit is not None:
+            st.time_limit = max(float(time_limit), 1e-3)
+        res = clarabel.DefaultSolver(self._hessian(hess_s), cost, self.A, self.rhs,
+                                     self.cones, st).solve()
+        # with second-order cones (l12) the residuals stop falling near 1e-9 and Clarabel
+        # ends with InsufficientProgress on its best point: the caller's objective check
+        # and certificate judge it
+        if str(res.status).rsplit(".", 1)[-1] not in ("Solved", "AlmostSolved",
+                                                      "InsufficientProgress"):
+            return None
+        x = np.asarray(res.x)
+        return self.sigma * x[:self.ib].reshape(self.m, K), x[self.ib:self.it].copy()
+
+    def _hessian(self, hess_s):
+        """Upper triangle (CSC) of the objective's Hessian (scaled by 1 / sigma)."""
+        n, L, K = self.n, self.L, self.K
+        if hess_s is None:   # square / ova: c * sum xi^2 = sum zeta^2
+            d = np.zeros(n)
+            d[self.ix:] = 2.0
+            return sp.diags(d, format="csc")
+        blk = sp.block_diag([np.triu(self.c * Hl) for Hl in hess_s], format="csc")
+        return sp.block_diag([sp.csc_matrix((self.i_s, self.i_s)), blk,
+                              sp.csc_matrix((n - self.i_s - L * K,) * 2)], format="csc")
+
+
+def _clean(W, b, P, sigma, objective):
+    """``W`` with its entries below :data:`ZERO` (scaled) set to 0, when that does not
+    raise ``objective`` by more than 1e-12 of it; else ``W``."""
+    Wc = np.where(np.abs(W) > ZERO * sigma, W, 0.0)
+    if not np.any(Wc != W):
+        return W
+    f, fc = objective(W, P @ W + b), objective(Wc, P @ Wc + b)
+    return Wc if fc <= f + 1e-12 * abs(f) else W
+
+
+def solve_subproblem(method, P, y, K, geo, lam, W0, b0, *, objective, score_grad,
+                     score_hessian, inner_tol, certify, deadline):
+    """Minimise ``g(W) + lam F(P W + 1 b^T)`` over the working set's rows.
+
+    Parameters
+    ----------
+    method : {"square", "logit", "ova"}
+    P : ndarray (L, m)
+        The working set's columns (dense).
+    y : int ndarray (L,)
+    K : int
+    geo : Penalty
+        The penalty made for (m, K).
+    lam : float
+    W0 : ndarray (m, K)
+    b0 : ndarray (K,)
+        The current point (logit's Newton steps start there).
+    objective : callable
+        ``objective(W, S) -> float``, the subproblem's objective at weights W and scores S.
+    score_grad, score_hessian : callable
+        ``(S) -> (L, K)`` and ``(S) -> (L, K, K)``: the loss' gradient and Hessian blocks.
+    inner_tol : float
+        logit: stop the Newton steps once ``certify(W, S)`` (the subproblem's
+        certified relative gap) is at most this.
+    certify : callable
+    deadline : float
+        ``time.perf_counter()`` value after which no new step starts.
+
+    Returns
+    -------
+    (W (m, K), b (K,), n_qp) or None
+        None when the first QP has no solution or its point does not lower the
+        objective (the caller then runs coordinate descent).
+    """
+    qp = _QP(method, P, y, K, geo, lam)
+    S0 = P @ W0 + b0
+    f0 = objective(W0, S0)
+    if method != "logit":
+        out = qp.solve()
+        if out is None:
+            return None
+        W, b = out
+        W = _clean(W, b, P, qp.sigma, objective)
+        if objective(W, P @ W + b) > f0 + 1e-12 * abs(f0):
+            return None
+        return W, b, 1
+    W, b, S, f = W0.copy(), b0.copy(), S0, f0
+    gval = geo.weight_value
+    n_qp = 0
+    while n_qp < NEWTON_STEPS:
+        n_qp += 1
+        G, H = score_grad(S), score_hessian(S)
+        out = qp.solve(G - np.einsum("lkj,lj->lk", H, S), H,
+                       time_limit=max(deadline - time.perf_counter(), 1e-3))
+        if out is None:
+            break
+        Wq, bq = out
+        dW, db = Wq - W, bq - b
+        dS = P @ dW + db
+        # prox-Newton decrease: g(W + d) - g(W) + lam <grad F, dS>  (< 0 unless optimal)
+        delta = gval(Wq) - gval(W) + lam * float(np.vdot(G, dS))
+        if not delta < 0:
+            break
+        t = 1.0
+        while t > 1e-10:
+            Wn, bn = W + t * dW, b + t * db
+            fn = objective(Wn, S + t * dS)
+            if fn <= f + 1e-4 * t * delta:
+                break
+            t *= 0.5
+        else:
+            break
+        W, b = _clean(Wn, bn, P, qp.sigma, objective), bn
+        S = P @ W + b
+        f = objective(W, S)
+        if certify(W, S) <= inner_tol or time.perf_counter() > deadline:
+            break
+    if f >= f0:
+        return None
+    return W, b, n_qp

@@ -1,0 +1,116 @@
+"""The smooth baselines' exact working-set subproblems (solvers/accelerated/smooth_qp.py).
+
+Independent answers: CVXPY + Clarabel on the spec's formulas (tests/cvx_reference.py)
+for the optima, ``cvx_reference.regulariser_value`` for the penalty that the group
+rows encode. The cases that matter are the nearly hard-margin ones (large lam on raw,
+large-valued features), where coordinate descent alone stalls.
+"""
+
+import cvx_reference as cr
+import numpy as np
+import pytest
+from conftest import make_random_problem
+
+from sparsesvm import SparseSVC
+from sparsesvm.model.penalties import make_penalty
+from sparsesvm.solvers.accelerated import smooth, smooth_qp
+
+pytest.importorskip("clarabel")
+
+PENALTIES = [("l1", None), ("l12", 4), ("l12", "features"), ("l1inf", 4), ("l1inf", "features")]
+CASES = [(m, p, g) for m in ("square", "logit", "ova") for p, g in PENALTIES
+         if not (m == "ova" and g == "features")]
+
+
+def _hard_problem(seed=0):
+    """More features than samples, raw-like scale (entries ~1e3 around a common 5e3):
+    separable, so a large lam makes the loss almost 0 at the optimum."""
+    Phi, y, K = make_random_problem(seed, L=15, M=30, K=3, shift=0.5, scale=1e3)
+    return Phi + 5e3, y, K
+
+
+@pytest.mark.parametrize("penalty,groups", PENALTIES)
+def test_group_rows_encode_the_penalty(penalty, groups):
+    """sum over groups of max |W_e| (l1, l1inf) or ||W_G||_2 (l12), from the entries and
+    group ids the QP is built on, is the regulariser's value computed independently."""
+    m, K = 13, 3
+    geo = make_penalty(penalty, groups, m, K)
+    W = np.random.default_rng(0).standard_normal((m, K))
+    ent, gid, ng = smooth_qp._group_entries(geo, m, K)
+    assert np.array_equal(np.sort(ent), np.arange(m * K))     # every entry in one group
+    vals = W.ravel()[ent]
+    if penalty == "l12":
+        per = np.sqrt(np.bincount(gid, vals ** 2, minlength=ng))
+    else:
+        per = np.zeros(ng)
+        np.maximum.at(per, gid, np.abs(vals))
+    assert np.isclose(per.sum(), cr.regulariser_value(W, penalty, groups), rtol=1e-12)
+
+
+@pytest.mark.parametrize("method,penalty,groups", CASES)
+def test_qp_subproblem_is_the_cvxpy_optimum(method, penalty, groups):
+    """One subproblem on all features (square, ova: one QP; logit: proximal Newton)."""
+    Phi, y, K = _hard_problem()
+    lam = 10.0
+    pstar, _ = cr.solve(method, Phi, y, K, penalty, groups, lam=lam)
+    P = Phi - Phi.mean(axis=0)               # the solver's centred features
+    geo = make_penalty(penalty, groups, P.shape[1], K)
+    Ypm = -np.ones((len(y), K))
+    Ypm[np.arange(len(y)), y] = 1.0
+    obj = lambda W, S: geo.weight_value(W) + lam * smooth._loss(method, S, y, Ypm)  # noqa: E731
+    out = smooth_qp.solve_subproblem(
+        method, P, y, K, geo, lam, np.zeros((P.shape[1], K)), np.zeros(K), objective=obj,
+        score_grad=lambda S: smooth._score_grad(method, S, y, Ypm),
+        score_hessian=lambda S: smooth._score_hessian(method, S, y, Ypm),
+        certify=lambda W, S: 1.0, inner_tol=0.0, deadline=np.inf)
+    assert out is not None
+    W, b, _ = out
+    f = obj(W, P @ W + b)
+    # CVXPY's exponential cone (logit) is less accurate than its quadratic cones
+    assert abs(f - pstar) / pstar <= (1e-5 if method == "logit" else 1e-6)
+
+
+@pytest.mark.parametrize("method,penalty,groups", CASES)
+def test_certified_on_nearly_hard_margin_problems(method, penalty, groups):
+    """The fit reaches its certified gap; its objective is the CVXPY optimum."""
+    Phi, y, K = _hard_problem(seed=1)
+    lam, tol = 10.0, 1e-6
+    pstar, _ = cr.solve(method, Phi, y, K, penalty, groups, lam=lam)
+    clf = SparseSVC(method=method, penalty=penalty, groups=groups, alpha=1.0 / lam, tol=tol,
+                    solver="accelerated").fit(Phi, y)
+    assert clf.converged_ and clf.rel_gap_ <= tol
+    assert (clf.objective_ - pstar) / pstar <= tol + (1e-5 if method == "logit" else 1e-7)
+    assert (pstar - clf.objective_) / pstar <= (1e-5 if method == "logit" else 1e-6)
+
+
+def test_qp_path_is_taken_and_coordinate_descent_alone_stalls(monkeypatch):
+    """On a nearly hard-margin problem the QP subproblems certify the fit; the same
+    fit with coordinate descent only (no clarabel) stops short of the tolerance."""
+    Phi, y, K = _hard_problem(seed=2)
+    calls = []
+    orig = smooth_qp.solve_subproblem
+
+    def counted(*a, **kw):
+        calls.append(a[1].shape[1])
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(smooth_qp, "solve_subproblem", counted)
+    kw = dict(method="square", penalty="l1inf", groups=4, alpha=0.01, tol=1e-6,
+              solver="accelerated", max_iter=3000)
+    with_qp = SparseSVC(**kw).fit(Phi, y)
+    assert calls and with_qp.converged_
+    monkeypatch.setattr(smooth_qp, "clarabel", None)
+    cd_only = SparseSVC(**kw).fit(Phi, y)
+    assert not cd_only.converged_ and cd_only.rel_gap_ > 10 * with_qp.rel_gap_
+    assert cd_only.objective_ >= with_qp.objective_ * (1 - 1e-9)
+
+
+def test_weights_below_the_solver_accuracy_are_exact_zeros():
+    """An interior point is never sparse: the returned weights are, at the optimum's support."""
+    Phi, y, K = _hard_problem(seed=3)
+    clf = SparseSVC(method="ova", penalty="l1", alpha=0.1, tol=1e-6,
+                    solver="accelerated").fit(Phi, y)
+    W = clf.coef_
+    assert clf.converged_
+    nz = np.abs(W[W != 0])
+    assert nz.size < W.size and nz.min() > 1e-6 * nz.max()
