@@ -257,6 +257,35 @@ def test_publish_step(comparison_run, tmp_path):
         publish.publish(tmp_path / "nothing", ["e2"], [FULL, TEST], tmp_path / "x")
 
 
+def test_provenance_code_state_ignores_the_published_folder(comparison_run, tmp_path):
+    """``worktree_modified`` says whether the code differs from its commit: republishing
+    rewrites the (tracked) published folder, which must not count; a changed tracked
+    file elsewhere must."""
+    import subprocess
+
+    from sparsesvm.experiments import publish
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (repo / "code.py").write_text("x = 1\n")
+    dest = repo / "docs" / "results"
+    results = comparison_run["results"]
+    publish.publish(results, ["e1"], [FULL, TEST], dest, repo=repo)
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    again = publish.publish(results, ["e1"], [FULL, TEST], dest, repo=repo)
+    assert again["e1"]["worktree_modified"] is False
+    assert subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout.strip()          # the published files did change
+    (repo / "code.py").write_text("x = 2\n")
+    assert publish.publish(results, ["e1"], [FULL, TEST], dest, repo=repo)["e1"]["worktree_modified"] is True
+
+
 # --------------------------------------------------------------------------- alpha by cross-validation
 
 

@@ -176,6 +176,20 @@ def _git(repo, *args):
         return None
 
 
+def _code_state(repo, dest):
+    """``(commit, status)`` of ``repo``: HEAD and ``git status`` of its tracked files outside
+    the published folder ``dest`` (republishing rewrites it, which says nothing about the
+    code that produced the results); None where git does not answer."""
+    commit = _git(repo, "rev-parse", "HEAD")
+    spec = []
+    try:
+        rel = Path(dest).resolve().relative_to(Path(repo).resolve())
+        spec = ["--", ".", f":(exclude){rel.as_posix()}"]
+    except ValueError:  # dest outside the repository
+        pass
+    return commit, _git(repo, "status", "--porcelain", "--untracked-files=no", *spec)
+
+
 def _sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -220,6 +234,7 @@ def publish_experiment(results, exp_id, cfg, configfiles, dest, command=None, re
     missing = [str(files[n]) for n in required if not files[n].is_file()]
     if missing:
         raise FileNotFoundError(f"{exp_id}: not built yet in {results}: {', '.join(missing)}")
+    commit, dirty = _code_state(repo, dest)
     out_dir = Path(dest) / exp_id
     copied, left_out = [], []
     for name, src in files.items():
@@ -235,8 +250,6 @@ def publish_experiment(results, exp_id, cfg, configfiles, dest, command=None, re
             continue
         _copy_atomic(src, out_dir / name)
         copied.append(name)
-    commit = _git(repo, "rev-parse", "HEAD")
-    dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
     records = pd.read_csv(files[f"{exp_id}_runs.csv"])
     prov = {
         "experiment": exp_id,
