@@ -36,7 +36,7 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   by an interior-point method (:mod:`.smooth_qp`: square and one-vs-all
   exactly, logit by proximal Newton steps); the working sets grow as in a
   column generation, and coordinate descent takes over once a working set
-  repeats (the QP's own accuracy, about 1e-10 relative, is then the limit).
+  repeats (the QP solver's accuracy is then the limit).
 
 A fit stops at the certified gap ``tol``, at ``max_iter`` epochs (a QP
 counts as one), or when the certified gap has not halved in
@@ -714,8 +714,8 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
         if (exact and last_ws is not None and np.array_equal(ws, last_ws[0])
                 and (cd.method != "logit" or full.rel_gap > 0.5 * last_ws[1])):
             # the same working set as the last QP, solved as exactly as the QP solver
-            # allows (about 1e-10 relative; logit: its Newton steps no longer halve the
-            # gap): coordinate descent polishes from here
+            # allows (its tolerance smooth_qp.TOL; logit: the Newton steps no longer halve
+            # the gap): coordinate descent polishes from here
             exact, best = False, (full.rel_gap, epochs)
         if exact and cd.units.rows(ws).size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
             n_qp = cd.exact_subproblem(ws, inner_tol, deadline)
