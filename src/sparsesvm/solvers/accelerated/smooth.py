@@ -44,7 +44,7 @@ counts as one), or when the certified gap has not halved in
 how far it got). Why the QPs: on leukemia's raw values the cells where the
 loss is almost 0 at the optimum (small alpha; the problem is then nearly the
 hard-margin linear program) stalled under coordinate descent alone at
-relative gaps of 1e-2 to 4 (75 of E1's 103 l1, l1,2 and l1,inf fits of the
+relative gaps of 1e-5 to 4.1 (75 of E1's 103 l1, l1,2 and l1,inf fits of the
 smooth baselines); with the QPs all 103 reach 1e-5
 (``benchmarks/bench_smooth.py``; the README's Table 1 section).
 
@@ -553,7 +553,7 @@ class _CoordinateDescent:
         return gb <= 1e-9 * max(np.abs(Gs).sum(axis=0).max(), 1e-300) or epochs % 200 == 0
 
     def exact_subproblem(self, ws, inner_tol, deadline):
-        """Solve the working-set subproblem as HiGHS QPs (:mod:`.smooth_qp`; l1 and l1inf):
+        """Solve the working-set subproblem as conic QPs (:mod:`.smooth_qp`; l1, l12, l1inf):
         the number of QPs solved, or 0 when they did not lower the objective (the caller
         then runs :meth:`subproblem`)."""
         rows = self.units.rows(ws)
