@@ -114,3 +114,23 @@ def test_weights_below_the_solver_accuracy_are_exact_zeros():
     assert clf.converged_
     nz = np.abs(W[W != 0])
     assert nz.size < W.size and nz.min() > 1e-6 * nz.max()
+
+
+@pytest.mark.parametrize("method", ["square", "logit", "ova"])
+def test_failed_qps_fall_back_to_coordinate_descent(method, monkeypatch):
+    """When the QP solver reports no solution, the fit goes on by coordinate descent and
+    still reaches its certified gap and the CVXPY optimum (nothing silently wrong)."""
+    Phi, y, K = make_random_problem(5, L=18, M=7, K=3, shift=0.7)
+    lam, tol = 1.5, 1e-8
+    pstar, _ = cr.solve(method, Phi, y, K, "l1inf", 3, lam=lam)
+    calls = []
+
+    def failing(self, *args, **kwargs):
+        calls.append(1)
+        return None
+
+    monkeypatch.setattr(smooth_qp._QP, "solve", failing)
+    clf = SparseSVC(method=method, penalty="l1inf", groups=3, alpha=1.0 / lam, tol=tol,
+                    solver="accelerated").fit(Phi, y)
+    assert calls and clf.converged_ and clf.rel_gap_ <= tol
+    assert abs(clf.objective_ - pstar) / pstar <= (5e-6 if method == "logit" else 1e-7)
