@@ -552,13 +552,10 @@ class _CoordinateDescent:
         gb = np.abs(Gs.sum(axis=0)).max()
         return gb <= 1e-9 * max(np.abs(Gs).sum(axis=0).max(), 1e-300) or epochs % 200 == 0
 
-    def exact_subproblem(self, ws, inner_tol, deadline):
-        """Solve the working-set subproblem as conic QPs (:mod:`.smooth_qp`; l1, l12, l1inf):
-        the number of QPs solved, or 0 when they did not lower the objective (the caller
-        then runs :meth:`subproblem`)."""
-        rows = self.units.rows(ws)
-        if not rows.size:
-            return 0
+    def exact_subproblem(self, rows, inner_tol, deadline):
+        """Solve the subproblem on the feature ``rows`` (those of the working set, not
+        empty) as conic QPs (:mod:`.smooth_qp`; l1, l12, l1inf): the number of QPs solved,
+        or 0 when they did not lower the objective (the caller then runs :meth:`subproblem`)."""
         sub_geo = self.units.sub_geo(rows)
         P = self.units.Phi[:, rows]
         P = P.toarray() if self.units.sparse else np.ascontiguousarray(P)
@@ -696,7 +693,7 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
     n_outer = 0
     ws_size = MIN_WS
     best = (np.inf, 0)
-    exact = smooth_qp.available(cd.method, cd.geo, *cd.S.shape)
+    exact = smooth_qp.available(cd.geo, *cd.S.shape)
     last_ws = None
     while True:
         full = smooth_gap_scores(cd.method, cd.Phi, cd.y, cd.S, cd.W, cd.geo, cd.lam)
@@ -717,8 +714,9 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
             # allows (its tolerance smooth_qp.TOL; logit: the Newton steps no longer halve
             # the gap): coordinate descent polishes from here
             exact, best = False, (full.rel_gap, epochs)
-        if exact and cd.units.rows(ws).size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
-            n_qp = cd.exact_subproblem(ws, inner_tol, deadline)
+        rows = cd.units.rows(ws) if exact else None
+        if exact and 0 < rows.size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
+            n_qp = cd.exact_subproblem(rows, inner_tol, deadline)
             if n_qp:
                 epochs += n_qp
                 last_ws = (ws, full.rel_gap)

@@ -55,14 +55,14 @@ QP_MAX_WEIGHTS = 20000
 NEWTON_STEPS = 30
 #: Clarabel's feasibility and gap tolerances. At 1e-10, leukemia's square l1inf/5 fit at
 #: alpha = 1 stopped at a certified 1.2e-6 for a requested 1e-6 (coordinate descent
-#: could not polish further); at 1e-12 it reaches 4.8e-7 in 0.36 s
+#: could not polish further); at 1e-12 it reaches 4.8e-7
 #: (``benchmarks/bench_smooth.py --tol 1e-6``)
 TOL = 1e-12
 #: scaled weights below this are zeros of the model (see the module docstring)
 ZERO = 1e-7
 
 
-def available(method, geo, n_samples, n_classes):
+def available(geo, n_samples, n_classes):
     """Whether the working-set subproblems of this problem are solved as conic QPs."""
     return (clarabel is not None and geo.name in ("l1", "l12", "l1inf")
             and n_samples * n_classes <= QP_MAX_SCORES)
@@ -104,7 +104,7 @@ class _QP:
 
     def __init__(self, method, P, y, K, geo, lam):
         L, m = P.shape
-        self.method, self.L, self.m, self.K = method, L, m, K
+        self.L, self.m, self.K = L, m, K
         pmax = float(np.abs(P).max()) if P.size else 0.0
         self.sigma = 1.0 / pmax if pmax > 0 else 1.0
         self.c = lam / self.sigma            # loss weight once the objective is divided by sigma
@@ -205,14 +205,17 @@ class _QP:
                               sp.csc_matrix((n - self.i_s - L * K,) * 2)], format="csc")
 
 
-def _clean(W, b, P, sigma, objective):
-    """``W`` with its entries below :data:`ZERO` (scaled) set to 0, when that does not
-    raise ``objective`` by more than 1e-12 of it; else ``W``."""
+def _clean(W, b, P, sigma, objective, f=None):
+    """``(W, f)``: ``W`` with its entries below :data:`ZERO` (scaled) set to 0 when that
+    does not raise ``objective`` by more than 1e-12 of it, else ``W``; ``f`` the
+    objective of the point returned (of ``W`` itself when given)."""
+    if f is None:
+        f = objective(W, P @ W + b)
     Wc = np.where(np.abs(W) > ZERO * sigma, W, 0.0)
     if not np.any(Wc != W):
-        return W
-    f, fc = objective(W, P @ W + b), objective(Wc, P @ Wc + b)
-    return Wc if fc <= f + 1e-12 * abs(f) else W
+        return W, f
+    fc = objective(Wc, P @ Wc + b)
+    return (Wc, fc) if fc <= f + 1e-12 * abs(f) else (W, f)
 
 
 def solve_subproblem(method, P, y, K, geo, lam, W0, b0, *, objective, score_grad,
@@ -257,8 +260,8 @@ def solve_subproblem(method, P, y, K, geo, lam, W0, b0, *, objective, score_grad
         if out is None:
             return None
         W, b = out
-        W = _clean(W, b, P, qp.sigma, objective)
-        if objective(W, P @ W + b) > f0 + 1e-12 * abs(f0):
+        W, f = _clean(W, b, P, qp.sigma, objective)
+        if f > f0 + 1e-12 * abs(f0):
             return None
         return W, b, 1
     W, b, S, f = W0.copy(), b0.copy(), S0, f0
@@ -287,9 +290,8 @@ def solve_subproblem(method, P, y, K, geo, lam, W0, b0, *, objective, score_grad
             t *= 0.5
         else:
             break
-        W, b = _clean(Wn, bn, P, qp.sigma, objective), bn
+        (W, f), b = _clean(Wn, bn, P, qp.sigma, objective, fn), bn
         S = P @ W + b
-        f = objective(W, S)
         if certify(W, S) <= inner_tol or time.perf_counter() > deadline:
             break
     if f >= f0:
