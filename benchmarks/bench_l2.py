@@ -48,26 +48,6 @@ import _harness as h  # one BLAS thread
 import numpy as np
 
 
-def load_problem(data, n_train, n_test, seed=0):
-    """Scattering features of n_train balanced, seeded training images and n_test test images.
-
-    Returns
-    -------
-    Xtr (n_train, 3969), ytr (n_train,), Xte (n_test, 3969), yte (n_test,), seconds spent
-    """
-    def load():
-        tr, ytr, te, yte = h.mnist_images(data)
-        # balanced and nested: the j-th image of every class (seeded order), j = 0, 1, ...
-        rng = np.random.default_rng(seed)
-        per = [rng.permutation(np.flatnonzero(ytr == k)) for k in range(10)]
-        n = min(len(p) for p in per)
-        idx = np.stack([p[:n] for p in per], axis=1).ravel()[:n_train]
-        return h.scattering(tr[idx]), ytr[idx], h.scattering(te[:n_test]), yte[:n_test]
-
-    problem, seconds = h.timed(load)
-    return (*problem, seconds)
-
-
 def paper_objective(op, W, b, lam):
     """The paper's hinge-reg objective ||W||^2 / 2 + lam * sum of hinges (free bias)."""
     X = np.vstack([W, b[None, :]])
@@ -210,7 +190,7 @@ def main(argv=None):
                          "(default: D* from the 1e-4 runs)")
     h.add_output_argument(ap)
     args = ap.parse_args(argv)
-    Xtr, ytr, Xte, yte, tf = load_problem(args.data, max(args.sizes), args.n_test)
+    Xtr, ytr, Xte, yte, tf = h.mnist_scattering(args.data, max(args.sizes), args.n_test)
     print(f"features: {Xtr.shape} train, {Xte.shape} test, {tf:.1f} s", flush=True)
     # compile (or load) the numba sweep outside the timings
     h.l2dual.solve(h.MulticlassOperator(Xtr[:20], ytr[:20], 10), "reg", 1.0, 1e-2, 5, None,

@@ -10,16 +10,19 @@ inside the losses included; scikit-learn's multinomial logistic regression has n
 so it does not solve the paper's logit problem), and against the paper's algorithm
 (FISTA / forward-backward) stopped on the same certified gap with an iteration cap.
 
-Problems: leukemia's raw values (L = 38, M = 7129, K = 3; from the offline mirror) and a
-same-shape stand-in for MNIST L = 100 scattering features (M = 81 x 49 non-negative
-features, groups of 81, :func:`_harness.gamma_scattering_like`; the real features need
-the workflow's scattering transform). One BLAS thread (:mod:`_harness`).
+Problems: leukemia's raw values (L = 38, M = 7129, K = 3; from the offline mirror); MNIST
+L = 100 scattering features (``mnist-real``: 10 seeded images of each class from the
+mirror through the workflow's scattering transform, M = 81 x 49, l1,inf with groups of 81,
+at each method's best alpha at L = 100 in E2's record); and a same-shape stand-in for them
+(``mnist``: :func:`_harness.gamma_scattering_like`, no mirror needed). One BLAS thread
+(:mod:`_harness`).
 
 Usage::
 
     python benchmarks/bench_smooth.py --mirror ../shared/data [--json out.json]
     python benchmarks/bench_smooth.py --problems mnist --methods square --no-anchor   # quick
     python benchmarks/bench_smooth.py --mirror ../shared/data --tol 1e-6 --cd-only   # issue 13
+    python benchmarks/bench_smooth.py --mirror ../shared/data --problems mnist-real
 """
 
 import argparse
@@ -32,6 +35,8 @@ import _harness as h  # one BLAS thread
 #: 3e3 logit), and alpha = 1, the grids' nearly hard-margin end
 LEUKEMIA_CASES = (("l1", None, (1.0, 30.0, 3e4)), ("l1inf", 5, (1.0, 3e3, 3e4)),
                   ("l2", None, (1e8,)))
+#: each method's best alpha at L = 100 (l1,inf/81) in E2's record (docs/results/e2)
+MNIST_BEST_L100 = {"square": 0.01, "logit": 0.3, "ova": 1.0}
 
 
 def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, cd_only):
@@ -69,16 +74,20 @@ def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, c
 
 
 def cases(args):
-    """(problem name, Phi, y, penalty, groups, alpha) of the selected problems."""
+    """(problem name, Phi, y, penalty, groups, alpha, methods) of the selected problems
+    (``methods``: None for every selected method)."""
     out = []
     if "leukemia" in args.problems:
         Phi, y, _, _ = h.leukemia(args.mirror)
         for pen, g, alphas in LEUKEMIA_CASES:
             if pen in args.penalties.split(","):
-                out += [("leukemia", Phi, y, pen, g, al) for al in alphas]
-    if "mnist" in args.problems:
+                out += [("leukemia", Phi, y, pen, g, al, None) for al in alphas]
+    if "mnist-real" in args.problems.split(","):
+        Phi, y, _, _, _ = h.mnist_scattering(args.mirror, 100)
+        out += [("MNIST L=100", Phi, y, "l1inf", 81, al, (m,)) for m, al in MNIST_BEST_L100.items()]
+    if "mnist" in args.problems.split(","):
         Phi, y = h.gamma_scattering_like()
-        out += [("mnist-like L=100", Phi, y, "l1inf", 81, al) for al in (0.1, 1.0)]
+        out += [("mnist-like L=100", Phi, y, "l1inf", 81, al, None) for al in (0.1, 1.0)]
     return out
 
 
@@ -103,8 +112,10 @@ def main(argv=None):
           "| paper s | paper gap (iters) | CVXPY s | (ours - CVXPY)/CVXPY |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
-    for name, Phi, y, pen, g, al in cases(a):
+    for name, Phi, y, pen, g, al, only in cases(a):
         for m in a.methods.split(","):
+            if only is not None and m not in only:
+                continue
             r = run(name, Phi, y, m, pen, g, al, a.tol, not a.no_anchor, a.paper_iter, a.cd_only)
             rows.append(r)
             cd = f"{r['cd_s']:.2f} | {r['cd_gap']:.1e}" if "cd_s" in r else "- | -"

@@ -93,7 +93,7 @@ def test_block_step_is_the_exact_block_maximiser(random_problem):
     cp.Problem(cp.Maximize(obj), [Yl >= 0, cp.sum(Yl) == lam]).solve(solver=cp.CLARABEL)
     # the package's step on sample l alone (no multiplier update: call the kernel)
     changed = np.zeros(len(y), dtype=np.int8)
-    _l2dual._sweep_py(*st.rows, st.y, st.Y, st.V, st.c, st.b, rho, lam, st.sq, np.array([l]),
+    _l2dual._sweep_py(*st.rows, st.y, st.Y, st.VT, st.c, st.b, rho, lam, st.sq, np.array([l]),
                       changed)
     assert np.allclose(st.Y[l], Yl.value, atol=1e-6)
 
@@ -146,3 +146,24 @@ def test_auto_takes_dcd_where_the_qp_is_not_used(random_problem):
     assert r.converged and r.settings["inner"] == "dcd"
     with pytest.raises(ValueError, match="for penalty 'l2' only"):
         acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="dcd")
+
+
+def test_checks_are_spaced_by_the_samples_that_move(monkeypatch):
+    # well-separated classes: after the first sweeps only the few samples near the
+    # boundary move, so the certificate is checked less often than every CHECK_EVERY
+    # sweeps (up to CHECK_COST full sweeps' worth of sweeps over the moving samples),
+    # and the solve still ends on a certified gap at the CVXPY optimum
+    rng = np.random.default_rng(11)
+    L, M, K = 300, 8, 3
+    y = np.arange(L) % K
+    Phi = rng.standard_normal((L, M)) + 4.0 * np.eye(K, M)[y]
+    checks = []
+    real_gap = _l2dual.hinge_reg_gap
+    monkeypatch.setattr(_l2dual, "hinge_reg_gap", lambda *a, **k: checks.append(1) or real_gap(*a, **k))
+    r = _fit("hinge-reg", Phi, y, K, 1.0, tol=1e-8, trace=True)
+    assert r.converged and r.rel_gap <= 1e-8
+    gaps = np.diff(np.concatenate([[0], r.trace["iteration"]]))
+    assert gaps.max() > _l2dual.CHECK_EVERY and gaps.max() <= _l2dual.MAX_CHECK_EVERY
+    assert len(checks) < r.n_iter / _l2dual.CHECK_EVERY
+    pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l2", None, lam=1.0)
+    assert abs(_objective("hinge-reg", Phi, y, r.X, 1.0) - pstar) <= 1e-6 * pstar

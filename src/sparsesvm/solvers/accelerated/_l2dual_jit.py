@@ -10,8 +10,10 @@ solver's clock starts) and no call compiles later. Import this module only
 through that function, which points the cache at the user's cache directory.
 
 The steps are those of the numpy sweep (:func:`~sparsesvm.solvers.accelerated.l2dual._sweep_py`),
-in explicit loops without temporaries; the floating-point operations are the
-same, in the same order.
+in explicit loops without temporaries, over ``VT`` (K, M) so that the loops over a
+sample's features are contiguous and vectorised: a sample's K scores are K dot
+products (summed in another order than numpy's, to rounding), and only the classes
+whose dual entry moved (usually two or three of the K) update their row of ``VT``.
 """
 
 import numba
@@ -51,46 +53,70 @@ def block(Y, l, z, s, h, lam, t, ynew, d, c, changed):
     return m
 
 
-@numba.njit(**_OPTIONS)
-def row_product(js, vs, V, u, into_V):
-    """A sample's non-zeros (js, vs) against V (M, K), zeros skipped: the sample's
-    scores ``u -= vs @ V[js]`` (into_V False), or its update ``V[js] += outer(vs, u)``."""
-    K = u.shape[0]
-    for i in range(vs.shape[0]):
-        p = vs[i]
-        if p != 0.0:
-            j = js[i]
-            if into_V:
-                for k in range(K):
-                    V[j, k] += p * u[k]
-            else:
-                for k in range(K):
-                    u[k] -= p * V[j, k]
+#: reductions may be reassociated (vectorised): the sums of a sample's scores are
+#: summed in another order than numpy's, to rounding
+_FAST = dict(_OPTIONS, fastmath={"reassoc", "contract"})
+
+
+@numba.njit(**_FAST)
+def scores(js, vs, VT, s, dense):
+    """A sample's non-zeros (js, vs) against VT (K, M): ``s -= VT[:, js] @ vs``
+    (``js`` unused when ``dense``: vs is the whole row)."""
+    K = VT.shape[0]
+    n = vs.shape[0]
+    for k in range(K):
+        acc = 0.0
+        if dense:
+            for i in range(n):
+                acc += VT[k, i] * vs[i]
+        else:
+            for i in range(n):
+                acc += VT[k, js[i]] * vs[i]
+        s[k] -= acc
+
+
+@numba.njit(**_FAST)
+def update(js, vs, VT, d, dense):
+    """``VT[k, js] += d[k] * vs`` for the classes k whose dual entry moved (d[k] != 0)."""
+    K = VT.shape[0]
+    n = vs.shape[0]
+    for k in range(K):
+        dk = d[k]
+        if dk == 0.0:
+            continue
+        if dense:
+            for i in range(n):
+                VT[k, i] += dk * vs[i]
+        else:
+            for i in range(n):
+                VT[k, js[i]] += dk * vs[i]
 
 
 @numba.njit(_SWEEP_SIGNATURE, **_OPTIONS)
-def sweep(Phi, indptr, indices, data, y, Y, V, c, bb, rho, lam, sq, order, changed):
+def sweep(Phi, indptr, indices, data, y, Y, VT, c, bb, rho, lam, sq, order, changed):
     """One pass of exact block steps over the samples in ``order`` (in place).
 
     Dense features when ``Phi`` (L, M) has rows, then ``indptr``, ``indices``
     and ``data`` are unused; else CSR features (indptr, indices, data) and
-    ``Phi`` is an empty (0, 0) array. Other arguments and the return value as
+    ``Phi`` is an empty (0, 0) array. ``VT`` is (K, M), ``Phi^T (Y - lam E)``
+    transposed. Other arguments and the return value as
     :func:`sparsesvm.solvers.accelerated.l2dual._sweep_py`.
     """
     K = Y.shape[1]
-    every = np.arange(Phi.shape[1])
+    dense = Phi.shape[0] > 0
+    nojs = np.empty(0, dtype=np.int64)
     s, t, ynew, d = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
     big = 0.0
     for l in order:
-        if Phi.shape[0] > 0:
-            js, vs = every, Phi[l]
+        if dense:
+            js, vs = nojs, Phi[l]
         else:
             js, vs = indices[indptr[l]:indptr[l + 1]], data[indptr[l]:indptr[l + 1]]
         for k in range(K):
             s[k] = bb[k] - rho * c[k]
-        row_product(js, vs, V, s, False)
+        scores(js, vs, VT, s, dense)
         m = block(Y, l, y[l], s, sq[l] + rho, lam, t, ynew, d, c, changed)
         if m > 0.0:
             big = m if m > big else big
-            row_product(js, vs, V, d, True)
+            update(js, vs, VT, d, dense)
     return big
