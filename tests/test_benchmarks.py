@@ -160,3 +160,17 @@ def test_stored_features_as_float64(harness, tmp_path):
     harness.save_features(tmp_path / "csr", csr, np.arange(5) % 2, csr[:2], np.arange(2))
     X, _ = harness.stored_features(tmp_path / "csr", "test")
     assert sp.issparse(X) and X.dtype == np.float64 and (X != csr[:2]).nnz == 0
+
+
+@pytest.mark.mirror
+def test_mnist_scattering_is_balanced_nested_and_the_workflows_features(harness, mirror_dir):
+    # bench_l2.py and bench_smooth.py --problems mnist-real: class-balanced and nested
+    # (the first n images of one order, for every n), through the workflow's transform
+    Xtr, ytr, Xte, yte, seconds = harness.mnist_scattering(mirror_dir, 20, n_test=3)
+    assert Xtr.shape == (20, 81 * 49) and Xte.shape == (3, 81 * 49) and seconds > 0
+    assert np.bincount(ytr).tolist() == [2] * 10
+    small, ys, empty, ye, _ = harness.mnist_scattering(mirror_dir, 10)
+    assert empty.shape == (0, 81 * 49) and ye.size == 0
+    assert np.array_equal(ys, ytr[:10]) and np.allclose(small, Xtr[:10])
+    _, _, te, _ = harness.mnist_images(mirror_dir)
+    np.testing.assert_allclose(Xte, harness.scattering(te[:3]))
