@@ -17,6 +17,8 @@ import pytest
 import tomllib
 import yaml
 
+import sparsesvm
+
 REPO = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
@@ -223,6 +225,8 @@ def test_publish_step(comparison_run, tmp_path):
     prov = json.loads((dest / "e4" / "provenance.json").read_text())
     assert prov == json.loads(json.dumps(out["e4"]))
     assert re.fullmatch(r"[0-9a-f]{40}", prov["commit"])
+    # every record of this run was made by this tree's package
+    assert prov["records_source_hashes"] == {sparsesvm.source_hash(): prov["n_jobs_in_table"]}
     assert prov["settings"] == load_config(FULL, TEST)["experiments"]["e4"]
     assert prov["command"] == "snakemake ..." and prov["versions"]["numpy"]
     # times: the sums of the experiment's benchmark files, recomputed here

@@ -263,6 +263,7 @@ def publish_experiment(results, exp_id, cfg, configfiles, dest, command=None, re
         "seed": cfg.get("seed"),
         "n_jobs_in_table": int(len(records)),
         "records_versions": sorted({str(v) for v in records.get("sparsesvm_version", pd.Series([], dtype=str))}),
+        "records_source_hashes": _count_values(records, "source_hash"),
         "time": job_times(results, exp_id, exp["dataset"]),
         "machine": machine(),
         "versions": versions(),
@@ -271,6 +272,17 @@ def publish_experiment(results, exp_id, cfg, configfiles, dest, command=None, re
     }
     write_json_atomic(out_dir / "provenance.json", prov)
     return prov
+
+
+def _count_values(records, column):
+    """``{value: number of records}`` of one column of the tidy table, most frequent first
+    (e.g. the package's source hash: records made by several code states, as a record run
+    resumed after a code change, show each state and its share; ``commit`` is only the
+    publishing checkout's)."""
+    if column not in records:
+        return {}
+    counts = records[column].astype(str).value_counts()
+    return {str(k): int(v) for k, v in counts.items()}
 
 
 def publish(results, experiments, configfiles, dest, command=None, repo=".", max_bytes=MAX_BYTES):
