@@ -203,6 +203,33 @@ def scattering(images):
     return np.ascontiguousarray(F, dtype=np.float64)
 
 
+def mnist_scattering(mirror, n_train, n_test=0, seed=0):
+    """Scattering features of ``n_train`` class-balanced, seeded training images (nested:
+    the first ``n`` of one order for every ``n``) and of the first ``n_test`` test images.
+
+    Returns
+    -------
+    X_train : ndarray of float64, shape (n_train, 3969)
+    y_train : ndarray of int64, shape (n_train,)
+    X_test : ndarray of float64, shape (n_test, 3969)
+    y_test : ndarray of int64, shape (n_test,)
+    seconds : float
+        Time to read the images and compute the features.
+    """
+    def load():
+        tr, ytr, te, yte = mnist_images(mirror)
+        # balanced and nested: the j-th image of every class (seeded order), j = 0, 1, ...
+        rng = np.random.default_rng(seed)
+        per = [rng.permutation(np.flatnonzero(ytr == k)) for k in range(10)]
+        n = min(len(p) for p in per)
+        idx = np.stack([p[:n] for p in per], axis=1).ravel()[:n_train]
+        test = scattering(te[:n_test]) if n_test else np.empty((0, 81 * 49))
+        return scattering(tr[idx]), ytr[idx], test, yte[:n_test]
+
+    problem, seconds = timed(load)
+    return (*problem, seconds)
+
+
 def stored_features(directory, split):
     """One split of the workflow's stored features (``results/<dataset>/features``).
 
@@ -278,33 +305,6 @@ def cvx_reference():
 # --------------------------------------------------------------------------------------
 # synthetic problems of a given shape
 # --------------------------------------------------------------------------------------
-def mnist_scattering(mirror, n_train, n_test=0, seed=0):
-    """Scattering features of ``n_train`` class-balanced, seeded training images (nested:
-    the first ``n`` of one order for every ``n``) and of the first ``n_test`` test images.
-
-    Returns
-    -------
-    X_train : ndarray of float64, shape (n_train, 3969)
-    y_train : ndarray of int64, shape (n_train,)
-    X_test : ndarray of float64, shape (n_test, 3969)
-    y_test : ndarray of int64, shape (n_test,)
-    seconds : float
-        Time to read the images and compute the features.
-    """
-    def load():
-        tr, ytr, te, yte = mnist_images(mirror)
-        # balanced and nested: the j-th image of every class (seeded order), j = 0, 1, ...
-        rng = np.random.default_rng(seed)
-        per = [rng.permutation(np.flatnonzero(ytr == k)) for k in range(10)]
-        n = min(len(p) for p in per)
-        idx = np.stack([p[:n] for p in per], axis=1).ravel()[:n_train]
-        test = scattering(te[:n_test]) if n_test else np.empty((0, 81 * 49))
-        return scattering(tr[idx]), ytr[idx], test, yte[:n_test]
-
-    problem, seconds = timed(load)
-    return (*problem, seconds)
-
-
 def scattering_like(rng, L=100, K=10, channels=81, positions=49, noise=1.0):
     """Dense, non-negative, class-structured features of the scattering layout.
 

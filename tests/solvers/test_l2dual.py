@@ -65,11 +65,11 @@ def test_numba_and_numpy_sweeps_take_the_same_steps(random_problem):
                 st.sweep(full=True)
         a, b = states
         assert np.allclose(a.Y, b.Y, atol=1e-12) and np.allclose(a.b, b.b, atol=1e-12)
-        assert np.allclose(a.V, b.V, atol=1e-10)
-        # the incremental V and c are Phi^T G and sum_l G_l
-        V, c = a.V.copy(), a.c.copy()
+        assert np.allclose(a.VT, b.VT, atol=1e-10)
+        # the incremental VT and c are (Phi^T G)^T and sum_l G_l
+        VT, c = a.VT.copy(), a.c.copy()
         a.refresh()
-        assert np.allclose(V, a.V, atol=1e-10) and np.allclose(c, a.c, atol=1e-12)
+        assert np.allclose(VT, a.VT, atol=1e-10) and np.allclose(c, a.c, atol=1e-12)
 
 
 def test_block_step_is_the_exact_block_maximiser(random_problem):

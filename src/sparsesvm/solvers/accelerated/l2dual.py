@@ -240,7 +240,7 @@ class _State:
         self.active = None
 
     def rescale(self, lam):
-        """Move to another lam (hinge-con's search): Y scaled, V and c recomputed."""
+        """Move to another lam (hinge-con's search): Y scaled, VT and c recomputed."""
         f = float(lam) / self.lam
         self.lam = float(lam)
         self.Y *= f
@@ -248,15 +248,10 @@ class _State:
         self.refresh()
 
     def refresh(self):
-        """Recompute V and c from Y (removes the drift of the incremental updates)."""
+        """Recompute VT and c from Y (removes the drift of the incremental updates)."""
         G = self.Y - self.lam * self.E
         self.VT = np.ascontiguousarray((self.op.Phi.T @ G).T)
         self.c = G.sum(axis=0)
-
-    @property
-    def V(self):
-        """Phi^T (Y - lam E), (M, K) (a view of ``VT``)."""
-        return self.VT.T
 
     def sweep(self, full=True):
         """One random-order pass of block steps, then the multiplier update.
@@ -278,7 +273,7 @@ class _State:
         return big
 
     def primal(self):
-        """X = [W; b] (M+1, K) with W = -V, biases centred (sum b = 0)."""
+        """X = [W; b] (M+1, K) with W = -VT^T, biases centred (sum b = 0)."""
         return np.vstack([-self.VT.T, (self.b - self.b.mean())[None, :]])
 
 
