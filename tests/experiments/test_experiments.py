@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import save_blob_features
 
-from sparsesvm.experiments import aggregate, figures, runner, tables
+from sparsesvm.experiments import accuracy, aggregate, figures, runner, tables
 
 # --------------------------------------------------------------------------- synthetic records
 
@@ -490,6 +490,49 @@ def test_l2_timing_figure_structure():
     assert bars == {"bar:hinge-reg:l2": 379.5, "bar:hinge-con:l2": 369.5, "bar:liblinear-cs:l2": 379.5,
                     "bar:hinge-reg:l1inf": 30.0, "bar:hinge-con:l1inf": 30.0}
     assert "L = 100" in bar_ax.get_title()
+
+
+def _accuracy_rows():
+    """Equal-accuracy rows for E5_LS: hinge-con misses 1e-4 at the largest L, liblinear uncertified."""
+    rows = []
+    for L in E5_LS:
+        for label, (method, solver) in accuracy.SOLVERS.items():
+            for eps in (1e-3, 1e-4):
+                miss = method == "hinge-con" and eps == 1e-4 and L == E5_LS[-1]
+                sec = 0.01 * L * (2 if eps == 1e-4 else 1)
+                rows.append(dict(L=L, label=label, method=method, solver=solver, alpha=1.0, eps=eps,
+                                 reached=not miss, seconds=np.nan if miss else sec, gap=2 * eps if miss else eps / 2,
+                                 certified=solver != "liblinear", n_iter=10, run_seconds=7.0 if miss else sec,
+                                 cap_seconds=5.0))
+    return pd.DataFrame(rows)
+
+
+def test_l2_timing_figure_equal_accuracy_row():
+    """With accuracy_df, a last row: one panel per eps (largest first), seconds vs L per solver,
+    an open triangle where the gap was not reached, liblinear dotted (not certified)."""
+    df, sdf = _e5_frames()
+    fig = figures.make_l2_timing_figure(df, sparse_df=sdf, accuracy_df=_accuracy_rows())
+    assert len(fig.axes) == len(E5_LS) + 1 + 2
+    labels = ["hinge-reg", "hinge-con", "hinge-reg [accelerated]", "liblinear-cs"]
+    for ax, eps in zip(fig.axes[-2:], (1e-3, 1e-4)):
+        assert ax.get_xscale() == ax.get_yscale() == "log"
+        assert f"gap {eps:g}" in ax.get_title() and "L" in ax.get_xlabel()
+        lines = {ln.get_gid(): ln for ln in ax.lines}
+        assert sorted(g for g in lines if g.startswith("eps:")) == sorted(f"eps:{eps:g}:{c}" for c in labels)
+        assert lines[f"eps:{eps:g}:liblinear-cs"].get_linestyle() == ":"
+        assert lines[f"eps:{eps:g}:hinge-reg"].get_linestyle() == "-"
+        reg = lines[f"eps:{eps:g}:hinge-reg"]
+        assert list(reg.get_xdata()) == E5_LS
+        assert np.allclose(reg.get_ydata(), [0.01 * L * (2 if eps == 1e-4 else 1) for L in E5_LS])
+    # the miss: hinge-con at 1e-4 has no point at the largest L on its line, a triangle there
+    last = {ln.get_gid(): ln for ln in fig.axes[-1].lines}
+    assert list(last["eps:0.0001:hinge-con"].get_xdata()) == E5_LS[:-1]
+    assert list(last["miss:0.0001:hinge-con"].get_xdata()) == [E5_LS[-1]]
+    assert list(last["miss:0.0001:hinge-con"].get_ydata()) == [7.0]
+    assert not any(g.startswith("miss:") for g in (ln.get_gid() for ln in fig.axes[-2].lines))
+    # the same colour for a method in the two rows
+    top = {ln.get_gid(): ln for ln in fig.axes[0].lines}
+    assert top["line:hinge-con"].get_color() == last["eps:0.0001:hinge-con"].get_color()
 
 
 @pytest.mark.slow

@@ -203,9 +203,10 @@ def test_sizes_against_the_real_data(cfg):
 
 def test_every_package_file_has_one_layer():
     layers = {plan.code_layer(p.relative_to(plan.PACKAGE_DIR).as_posix()) for p in plan.PACKAGE_DIR.rglob("*.py")}
-    assert layers == {"train", "data", "report", "cv", "workflow"}
+    assert layers == {"train", "data", "report", "cv", "workflow", "accuracy"}
     assert plan.code_layer("core.py") == plan.code_layer("solvers/paper.py") == plan.code_layer("model/operator.py")
     assert plan.code_layer("experiments/runner.py") == "train"
+    assert plan.code_layer("experiments/accuracy.py") == "accuracy"
     assert plan.code_layer("data/features.py") == "data"
     assert plan.code_layer("experiments/figures.py") == "report"
     assert plan.code_layer("experiments/plan.py") == "workflow"
@@ -214,12 +215,13 @@ def test_every_package_file_has_one_layer():
 def test_code_hash_changes_with_its_layer_only(tmp_path):
     pkg = tmp_path / "sparsesvm"
     shutil.copytree(plan.PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    layers = ("data", "train", "report", "cv", "workflow")
+    layers = ("data", "train", "report", "cv", "workflow", "accuracy")
     before = {layer: plan.code_hash(layer, package_dir=pkg) for layer in layers}
     assert before == {layer: plan.code_hash(layer) for layer in layers}  # the same files, the same hashes
     assert len(set(before.values())) == len(layers)
     for rel, layer in [("solvers/paper.py", "train"), ("experiments/figures.py", "report"),
-                       ("experiments/cv.py", "cv"), ("data/subsets.py", "data"), ("experiments/lock.py", "workflow")]:
+                       ("experiments/cv.py", "cv"), ("data/subsets.py", "data"), ("experiments/lock.py", "workflow"),
+                       ("experiments/accuracy.py", "accuracy")]:
         path = pkg / rel
         path.write_text(path.read_text() + "\n# edited\n")
         after = {other: plan.code_hash(other, package_dir=pkg) for other in layers}

@@ -52,6 +52,30 @@ def test_hinge_con_gap_rule_reaches_the_constrained_optimum():
     assert abs(clf.objective_ - opt) / opt <= 2 * tol
 
 
+def test_trace_of_the_gap_rule_records_its_certified_gaps():
+    """stopping="gap" with a trace at the check interval: each entry's rel_gap is the
+    certificate at that iterate, a bound on its suboptimality (CVXPY's optimum); NaN only
+    where the rule did not check. The paper's rule keeps no rel_gap entry."""
+    from sparsesvm.solvers._loop import GAP_CHECK_EVERY
+
+    X, y = _problem(seed=3)
+    clf = SparseSVC(method="hinge-reg", penalty="l1", alpha=0.5, tol=1e-4, max_iter=200000, stopping="gap",
+                    trace=GAP_CHECK_EVERY).fit(X, y)
+    tr = clf.trace_
+    gaps = np.asarray(tr["rel_gap"])
+    assert len(gaps) == len(tr["iteration"]) and np.all(np.isfinite(gaps))
+    assert np.all(np.asarray(tr["iteration"]) % GAP_CHECK_EVERY == 0)
+    assert gaps[-1] == clf.rel_gap_ <= 1e-4 < gaps[0]
+    opt, _ = cvx_solve("hinge-reg", X, y, 3, "l1", None, lam=2.0)
+    sub = (np.asarray(tr["objective"]) - opt) / opt
+    assert np.all(sub <= gaps * (1 + 1e-6) + 1e-9)
+    odd = SparseSVC(method="hinge-reg", penalty="l1", alpha=0.5, tol=1e-4, max_iter=200000, stopping="gap",
+                    trace=7).fit(X, y).trace_
+    at_checks = np.asarray(odd["iteration"]) % GAP_CHECK_EVERY == 0
+    assert np.all(np.isfinite(odd["rel_gap"][at_checks])) and np.all(np.isnan(odd["rel_gap"][~at_checks]))
+    assert "rel_gap" not in SparseSVC(method="hinge-reg", penalty="l1", alpha=0.5, trace=True).fit(X, y).trace_
+
+
 def test_unknown_stopping_rule_refused():
     X, y = _problem()
     with pytest.raises(ValueError, match="stopping"):

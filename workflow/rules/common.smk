@@ -37,6 +37,7 @@ DATA_CODE = plan.code_hash("data")
 TRAIN_CODE = plan.code_hash("train")
 REPORT_CODE = plan.code_hash("report", "cv")
 TRAIN_CV_CODE = plan.code_hash("train", "cv")
+ACCURACY_CODE = plan.code_hash("train", "accuracy")
 
 # sizes against the data (as far as known before any download)
 plan.check_sizes(config)

@@ -87,9 +87,11 @@ rule figure3:
 rule figure4:
     input:
         runs=PLAN.runs_table("e5"),
+        accuracy=PLAN.accuracy_files("e5"),
     output:
         png=report(PLAN.figures[4][0], caption="../report/figure4.rst", category="Figure 4 (E5, MNIST l2 timing)"),
         pdf=PLAN.figures[4][1],
+        accuracy=PLAN.accuracy_table("e5"),
     params:
         code=REPORT_CODE,
         title="E5: MNIST, l2 timing",

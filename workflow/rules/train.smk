@@ -63,3 +63,32 @@ rule trace:
         runtime=240,
     script:
         "../scripts/trace.py"
+
+
+rule equal_accuracy:
+    # Figure 4's second row: at one alpha, the seconds each l2 solver needs to reach the
+    # relative gaps of equal_accuracy.eps (sparsesvm.experiments.accuracy), one job per L.
+    input:
+        unpack(train_input),
+    output:
+        PLAN.accuracy_pattern,
+    params:
+        settings=lambda wildcards: PLAN.experiment(wildcards.experiment)["equal_accuracy"],
+        code=ACCURACY_CODE,
+    log:
+        f"{LOGS}/{{dataset}}/accuracy/{{experiment}}/L~{{L}}/subset~{{subset}}.log",
+    benchmark:
+        f"{BENCH}/{{dataset}}/accuracy/{{experiment}}/L~{{L}}/subset~{{subset}}.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+        experiment="e[1-5]",
+        L=r"\d+K",
+        subset=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    script:
+        "../scripts/equal_accuracy.py"

@@ -23,6 +23,7 @@ __all__ = [
     "ID_COLUMNS",
     "collect",
     "collect_traces",
+    "collect_accuracy",
     "records_to_frame",
     "traces_to_frame",
     "best_alpha",
@@ -204,6 +205,23 @@ def traces_to_frame(records):
 def collect_traces(json_paths):
     """:func:`traces_to_frame` of the records in ``json_paths`` (JSON files)."""
     return traces_to_frame(read_json(p) for p in json_paths)
+
+
+def collect_accuracy(json_paths):
+    """Long table of equal-accuracy records (:func:`sparsesvm.experiments.accuracy.run_accuracy_job`).
+
+    One row per record, solver and ``eps``: dataset, experiment, L, subset, then the
+    rows' columns (label, method, solver, alpha, eps, reached, seconds, gap,
+    certified, n_iter, run_seconds, cap_seconds).
+    """
+    rows = []
+    for path in json_paths:
+        rec = read_json(path)
+        if "rows" not in rec:
+            raise ValueError(f"{path}: not an equal-accuracy record (no 'rows')")
+        head = {k: rec.get(k) for k in ("dataset", "experiment", "L", "subset")}
+        rows += [dict(head, **r) for r in rec["rows"]]
+    return pd.DataFrame(rows)
 
 
 def _describe(rec):

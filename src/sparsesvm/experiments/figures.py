@@ -511,7 +511,49 @@ def _count_bars(ax, counts, styles, L_bar):
     ax.set_ylim(0, 1.4 * top if top > 0 else 1.0)  # head-room for the legend above the bars
 
 
-def make_l2_timing_figure(df, sparse_df=None, title=None):
+#: legend entries of Figure 4's equal-accuracy row
+MISS_LEGEND = "open triangle: gap not reached (the capped run's time)"
+UNCERTIFIED_LEGEND = "dotted: liblinear, within eps of its own lowest objective (not certified)"
+
+
+def _accuracy_curves(acc):
+    """A copy of the equal-accuracy table with ``curve`` (the training records' label)."""
+    out = acc.copy()
+    out["curve"] = [method_label(m, s) for m, s in zip(out["method"], out["solver"])]
+    return out
+
+
+def _time_to_gap_panel(ax, acc, eps, styles):
+    """Seconds to a relative gap ``eps`` vs L, log-log, one line per solver of ``styles``.
+
+    ``acc``: the equal-accuracy rows (with ``curve``). A size where the solver did not
+    reach ``eps`` is an open triangle at the time of its capped run; solvers whose
+    accuracy is not certified (liblinear) are dotted.
+    """
+    part = acc[np.isclose(acc["eps"], eps, rtol=1e-9, atol=0)]
+    for curve, st in styles.items():
+        s = part[part["curve"] == curve]
+        if not len(s):
+            continue
+        ls = st["linestyle"] if s["certified"].all() else ":"
+        hit = s[s["reached"]].groupby("L")["seconds"].mean()
+        if len(hit):
+            ax.plot(hit.index, hit.to_numpy(), color=st["color"], linestyle=ls, marker=st["marker"],
+                    markersize=4, linewidth=1.5, label=curve, gid=f"eps:{eps:g}:{curve}")
+        miss = s[~s["reached"]].groupby("L")["run_seconds"].mean()
+        if len(miss):
+            ax.plot(miss.index, miss.to_numpy(), linestyle="none", marker="^", markersize=8,
+                    markerfacecolor="none", markeredgecolor=st["color"], gid=f"miss:{eps:g}:{curve}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training size L")
+    ax.set_ylabel(f"seconds to a relative gap of {eps:g}")
+    alphas = sorted(set(part.loc[part["method"] != "hinge-con", "alpha"]))
+    at = f", \u03b1 = {alphas[0]:g}" if len(alphas) == 1 else ""
+    ax.set_title(f"equal accuracy: gap {eps:g}{at}")
+
+
+def make_l2_timing_figure(df, sparse_df=None, title=None, accuracy_df=None):
     """Figure 4: l2 fit time vs alpha per method and L, and the count of weights above 1e-5.
 
     Parameters
@@ -523,14 +565,19 @@ def make_l2_timing_figure(df, sparse_df=None, title=None):
     sparse_df : pandas.DataFrame, optional
         Further records (e.g. the l1inf jobs) for the bar panel.
     title : str, optional
+    accuracy_df : pandas.DataFrame, optional
+        Equal-accuracy rows (:func:`sparsesvm.experiments.aggregate.collect_accuracy`):
+        L, method, solver, alpha, eps, reached, seconds, run_seconds, certified.
 
     Returns
     -------
     matplotlib.figure.Figure
         One log-log panel per L (fit time (s) vs alpha, one line per curve, best
-        alpha circled) and a last panel of grouped bars: mean number of weights
+        alpha circled) and a panel of grouped bars: mean number of weights
         with ``|w| > 1e-5`` at each curve's best alpha, per penalty, at the
-        largest L that has both l2 and l1inf jobs (else the largest L).
+        largest L that has both l2 and l1inf jobs (else the largest L). With
+        ``accuracy_df``, a last row: one log-log panel per ``eps``, the seconds
+        each solver needs to reach a relative gap of ``eps`` vs L.
     """
     _require(df, ["method", "penalty", "alpha", "L", "test_errors", "nnz", "fit_time_s", COUNT_COLUMN],
              "l2_timing_figure")
@@ -550,22 +597,42 @@ def make_l2_timing_figure(df, sparse_df=None, title=None):
     n_panels = len(Ls) + 1
     ncols = min(4, n_panels)
     nrows = math.ceil(n_panels / ncols)
+    eps_list, acc = [], None
+    if accuracy_df is not None:
+        _require(accuracy_df, ["L", "method", "solver", "alpha", "eps", "reached", "seconds", "run_seconds",
+                               "certified"], "l2_timing_figure (accuracy_df)")
+        acc = _accuracy_curves(accuracy_df)
+        eps_list = sorted(acc["eps"].unique(), reverse=True)
+        ncols = max(ncols, len(eps_list))
+        styles = curve_styles(pd.concat([allc[["curve", "method", "solver"]],
+                                         acc[["curve", "method", "solver"]]], ignore_index=True))
     ax_style, ctx = _style()
     with ax_style, ctx:
-        fig = _new_figure(ncols, nrows)
-        grid = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        fig = _new_figure(ncols, nrows + (1 if eps_list else 0))
+        rows = fig.subplots(nrows + (1 if eps_list else 0), ncols, squeeze=False)
+        grid = rows[:nrows].ravel()
         for ax in grid[n_panels:]:
             fig.delaxes(ax)
         for j, L in enumerate(Ls):
             _fit_time_panel(grid[j], summ[summ["L"] == L], best[best["L"] == L], styles)
             grid[j].set_title(f"l2, {_panel_title(data, L)}")
         _count_bars(grid[len(Ls)], counts, styles, L_bar)
-        _figure_legend(fig, _legend_handles(styles))
+        handles = _legend_handles(styles)
+        if eps_list:
+            for ax, eps in zip(rows[-1], eps_list):
+                _time_to_gap_panel(ax, acc, eps, styles)
+            for ax in rows[-1][len(eps_list):]:
+                fig.delaxes(ax)
+            handles += [Line2D([], [], linestyle="none", marker="^", markersize=8, markerfacecolor="none",
+                               markeredgecolor="0.2", label=MISS_LEGEND),
+                        Line2D([], [], color="0.2", linestyle=":", label=UNCERTIFIED_LEGEND)]
+        _figure_legend(fig, handles)
         if title:
             fig.suptitle(title)
     return fig
 
 
-def l2_timing_figure(df, path_png, path_pdf, title=None, sparse_df=None, dpi=150):
+def l2_timing_figure(df, path_png, path_pdf, title=None, sparse_df=None, dpi=150, accuracy_df=None):
     """Build (:func:`make_l2_timing_figure`) and save Figure 4; returns ``(png, pdf)`` paths."""
-    return save_figure(make_l2_timing_figure(df, sparse_df=sparse_df, title=title), path_png, path_pdf, dpi=dpi)
+    fig = make_l2_timing_figure(df, sparse_df=sparse_df, title=title, accuracy_df=accuracy_df)
+    return save_figure(fig, path_png, path_pdf, dpi=dpi)

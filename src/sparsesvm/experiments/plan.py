@@ -169,6 +169,8 @@ def _check_experiment(where, exp):
                 raise ConfigError(f"{gwhere}.samples_per_class: {extra} not in {where}.samples_per_class {spc}")
     if exp["trace"] is not None:
         _check_trace(where, exp)
+    if exp.get("equal_accuracy") is not None:
+        _check_equal_accuracy(where, exp)
 
 
 def accelerated_methods():
@@ -210,6 +212,17 @@ def _check_trace(where, exp):
     missing = sorted(set(trace["methods"]) - methods)
     if missing:
         raise ConfigError(f"{where}.trace.methods: {missing} have no grid in {where}.grids")
+
+
+def _check_equal_accuracy(where, exp):
+    acc = exp["equal_accuracy"]
+    if exp["samples_per_class"] is None:
+        raise ConfigError(f"{where}.equal_accuracy needs training subsets (samples_per_class)")
+    if acc["n_subsets"] > exp["n_subsets"]:
+        raise ConfigError(f"{where}.equal_accuracy.n_subsets ({acc['n_subsets']}) exceeds "
+                          f"{where}.n_subsets ({exp['n_subsets']})")
+    if not any(g["penalty"] == "l2" for g in exp["grids"]):
+        raise ConfigError(f"{where}.equal_accuracy times the l2 solvers: {where} has no l2 grid")
 
 
 def _check_downloads(downloads):
@@ -320,6 +333,9 @@ class Plan:
         Paths of a training record, a trace and a CV record, with ``{dataset}``,
         ``{experiment}``, ``{method}`` (:func:`method_label` with ``path=True``),
         ``{penalty}``, ``{alpha}``, ``{L}``, ``{subset}`` (and ``{fold}``) fields.
+    accuracy_pattern : str
+        Path of an equal-accuracy record (Figure 4's second row), with ``{dataset}``,
+        ``{experiment}``, ``{L}`` and ``{subset}`` fields.
     table1, comparison : list of str
         Table 1 (csv, md, tex) and the paper comparison (csv, md).
     figures : dict
@@ -334,6 +350,7 @@ class Plan:
         job = "{experiment}/{method}/{penalty}"
         self.run_pattern = f"{self.results}/{{dataset}}/runs/{job}/alpha~{{alpha}}/L~{{L}}/subset~{{subset}}.json"
         self.trace_pattern = f"{self.results}/{{dataset}}/traces/{job}/L~{{L}}/subset~{{subset}}.json"
+        self.accuracy_pattern = f"{self.results}/{{dataset}}/accuracy/{{experiment}}/L~{{L}}/subset~{{subset}}.json"
         self.cv_pattern = (
             f"{self.results}/{{dataset}}/cv/{job}/alpha~{{alpha}}/L~{{L}}/subset~{{subset}}/fold~{{fold}}.json"
         )
@@ -392,6 +409,23 @@ class Plan:
 
     def trace_files(self, exp_id):
         return [self.trace_pattern.format(**job) for job in self.trace_jobs(exp_id)]
+
+    def accuracy_jobs(self, exp_id):
+        """One dict per equal-accuracy job (the fields of :attr:`accuracy_pattern`): every
+        training size of the experiment, ``equal_accuracy.n_subsets`` subsets each."""
+        exp = self.experiment(exp_id)
+        acc = exp.get("equal_accuracy")
+        if acc is None:
+            return []
+        return [dict(dataset=exp["dataset"], experiment=exp_id, L=size_label(spc), subset=subset)
+                for spc in exp["samples_per_class"] for subset in range(acc["n_subsets"])]
+
+    def accuracy_files(self, exp_id):
+        return [self.accuracy_pattern.format(**job) for job in self.accuracy_jobs(exp_id)]
+
+    def accuracy_table(self, exp_id):
+        """The long table of an experiment's equal-accuracy times (csv), written with its figure."""
+        return f"{self.results}/{self.experiment(exp_id)['dataset']}/tables/{exp_id}_accuracy.csv"
 
     def cv_folds(self, exp_id):
         """Number of cross-validation folds of an experiment (0 without ``cv``)."""
@@ -477,7 +511,8 @@ class Plan:
         """
         product = PRODUCT[exp_id]
         files = self.table1 if product == "table1" else self.figures[int(product[-1])]
-        return files + self.experiment_tables(exp_id) + self.trace_files(exp_id) + self.run_files(exp_id)
+        return (files + self.experiment_tables(exp_id) + self.trace_files(exp_id) + self.accuracy_files(exp_id)
+                + self.run_files(exp_id))
 
 
 # --------------------------------------------------------------------------- code triggers
@@ -493,6 +528,7 @@ CODE_LAYERS = {
     "experiments/": "report",  # aggregation, tables, figures, comparison, publishing
     "experiments/__init__.py": "train",
     "experiments/runner.py": "train",  # the training job itself
+    "experiments/accuracy.py": "accuracy",  # the equal-accuracy jobs (Figure 4's second row)
     "experiments/cv.py": "cv",  # folds and validation errors: CV training and the CV tables
     "experiments/lock.py": "workflow",  # run by the workflow itself, by no job
     "experiments/plan.py": "workflow",

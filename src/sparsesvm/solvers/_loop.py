@@ -115,8 +115,11 @@ class SolverResult:
         evaluation excluded (see the module docstring, "Timing").
     trace : dict of 1-D ndarrays or None
         ``iteration``, ``time`` (loop seconds so far), ``rel_change``,
-        ``objective`` and, when a reference was given, ``rel_dist``
-        ``= ||X_i - X_ref||_F / ||X_ref||_F``. ``None`` when no trace was asked.
+        ``objective``, when a reference was given ``rel_dist``
+        ``= ||X_i - X_ref||_F / ||X_ref||_F``, and for the exact-hinge loops
+        stopping on the gap ``rel_gap`` (the rule's certified gap at the
+        entry's iteration, NaN where the rule did not evaluate it). ``None``
+        when no trace was asked.
     rel_gap : float
         Certified relative duality gap of the returned point
         (:mod:`sparsesvm.model.certificates`), for every method.
@@ -162,9 +165,11 @@ class Trace:
     every : int >= 1
     reference : ndarray of shape (M + 1, K) or None
         Non-zero solution for the ``rel_dist`` entry.
+    gaps : bool
+        Keep a ``rel_gap`` entry (the stopping rule's certified gap).
     """
 
-    def __init__(self, every, reference):
+    def __init__(self, every, reference, gaps=False):
         self.every = int(every)
         if reference is not None:
             reference = np.asarray(reference, dtype=np.float64)
@@ -177,11 +182,13 @@ class Trace:
         self.data = {"iteration": [], "time": [], "rel_change": [], "objective": []}
         if self.ref is not None:
             self.data["rel_dist"] = []
+        if gaps:
+            self.data["rel_gap"] = []
 
     def due(self, it, last):
         return it % self.every == 0 or last
 
-    def add(self, it, t, rel, obj, X):
+    def add(self, it, t, rel, obj, X, gap=np.nan):
         d = self.data
         d["iteration"].append(it)
         d["time"].append(t)
@@ -189,11 +196,13 @@ class Trace:
         d["objective"].append(obj)
         if self.ref is not None:
             d["rel_dist"].append(float(np.linalg.norm(X - self.ref) / self.nref))
+        if "rel_gap" in d:
+            d["rel_gap"].append(float(gap))
 
-    def record(self, clock, it, rel, X, objective, *args):
+    def record(self, clock, it, rel, X, objective, *args, gap=np.nan):
         """Add an entry, ``clock`` paused while ``objective(X, *args)`` is evaluated."""
         t = clock.pause()
-        self.add(it, t, rel, objective(X, *args), X)
+        self.add(it, t, rel, objective(X, *args), X, gap)
         clock.resume()
 
     def result(self):
@@ -315,6 +324,10 @@ class GapCheck:
         self.last = (it, self.gap_fn(*state))
         return self.last[1] <= tol
 
+    def at(self, it):
+        """The gap the rule computed at iteration ``it``, NaN if it computed none there."""
+        return self.last[1] if self.last is not None and self.last[0] == it else np.nan
+
     def final(self, it, *state):
         """The gap at iteration ``it``'s point ``state`` (reused if the rule computed it)."""
         if self.last is not None and self.last[0] == it:
@@ -434,13 +447,13 @@ class DualStep(ABC):
         return 0.0
 
 
-def _zero_result(op, every, reference):
+def _zero_result(op, every, reference, gaps=False):
     """``X = 0`` with no iteration, a zero gap and (if asked) a one-entry trace."""
     X = np.zeros((op.n_features + 1, op.n_classes))
     tr = None
     if every:
-        tr = Trace(every, reference)
-        tr.add(0, 0.0, 0.0, 0.0, X)
+        tr = Trace(every, reference, gaps)
+        tr.add(0, 0.0, 0.0, 0.0, X, 0.0)
         tr = tr.result()
     return SolverResult(X, 0, True, 0.0, 0.0, 0.0, tr, rel_gap=0.0)
 
@@ -467,7 +480,7 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
     stop = Stopper(stopping, dual.method, op, penalty, **{dual.weight: dual.par})
     every = trace_every(trace)
     if dual.solved_by_zero():
-        return _zero_result(op, every, reference)
+        return _zero_result(op, every, reference, stop.gap)
     X = np.zeros((op.n_features + 1, op.n_classes))
     primal = PrimalStep(penalty, X)
     dual.prepare(X.size)
@@ -477,7 +490,7 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
     dual.start(tau, sigma)
     Y = np.zeros((op.n_samples, op.n_classes))
     TX = np.zeros_like(Y)
-    tr = Trace(every, reference) if every else None
+    tr = Trace(every, reference, stop.gap) if every else None
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
@@ -486,7 +499,7 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
         X, TX = Xn, TXn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
-            tr.record(clock, it, rel, X, dual.objective, TX)
+            tr.record(clock, it, rel, X, dual.objective, TX, gap=stop.check.at(it))
         if converged:
             break
     fit_time = clock.stop()
