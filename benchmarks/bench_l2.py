@@ -39,13 +39,10 @@ Usage::
 """
 
 import argparse
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import _harness as h  # one BLAS thread
 import numpy as np
+from sparsesvm.solvers.baselines import ocas_cs
 
 
 def paper_objective(op, W, b, lam):
@@ -56,43 +53,6 @@ def paper_objective(op, W, b, lam):
 
 def test_error(Xte, yte, W, b):
     return float(np.mean(np.argmax(Xte @ W + b, axis=1) != yte))
-
-
-def run_ocas(Phi, y, lam, tmp, tol):
-    """msvmocas (OCAS, the paper's cutting-plane peer) with C = lam and TolRel = tol.
-
-    msvmocas learns f(x) = W^T x without a bias; a constant feature of value 1
-    is appended (a penalised bias, as liblinear's). It stops on its own
-    relative gap 1 - Q_D / Q_P <= tol (of that model). Returns a dict with
-    ``time`` (its ``ocas_time``: the solve, file reading excluded), ``wall``
-    (the whole call), W (M, K) and b (K,), or with ``error``; None when msvmocas
-    is not on PATH.
-    """
-    exe = shutil.which("msvmocas")
-    if exe is None:
-        return None
-    L, M = Phi.shape
-    K = int(y.max()) + 1
-    train = Path(tmp) / "train.light"
-    with open(train, "w") as fh:
-        for i in range(L):
-            nz = np.flatnonzero(Phi[i])
-            fh.write(f"{y[i] + 1} " + " ".join(f"{j + 1}:{Phi[i, j]:.17g}" for j in nz)
-                     + f" {M + 1}:1\n")
-    model = Path(tmp) / "model.txt"
-    proc, wall = h.timed(subprocess.run, [exe, "-c", repr(float(lam)), "-r", repr(float(tol)),
-                                          "-v", "1", str(train), str(model)],
-                         capture_output=True, text=True)
-    if proc.returncode != 0 or not model.exists():
-        return dict(error=(proc.stderr or proc.stdout)[-300:])
-    t = np.nan
-    for line in proc.stdout.splitlines():
-        if line.strip().startswith("ocas_time"):
-            t = float(line.split(":")[1].split("[")[0])
-    A = np.loadtxt(model, ndmin=2)
-    if A.shape != (M + 1, K):
-        return dict(error=f"model of shape {A.shape}, expected {(M + 1, K)}")
-    return dict(time=t, wall=wall, W=A[:-1], b=A[-1])
 
 
 def bench_one(L, Xtr, ytr, Xte, yte, alpha, args):
@@ -165,15 +125,16 @@ def peer_rows(Phi, y, op, lam, test):
         rows[f"liblinear_tol{tol:g}"] = scored(op, lam, test, svc.coef_.T, svc.intercept_,
                                                time=t, n_iter=int(svc.n_iter_))
     for tol in (1e-3, 1e-4):
-        with tempfile.TemporaryDirectory() as tmp:
-            oc = run_ocas(Phi, y, lam, tmp, tol)
         key = f"ocas_tol{tol:g}"
-        if oc is None:
+        try:   # time: its reported solve time (file reading excluded); wall: the whole call
+            oc, wall = h.timed(ocas_cs, Phi, y, op.n_classes, 1.0 / lam, tol=tol)
+        except FileNotFoundError:
             rows[key] = dict(skipped="msvmocas not on PATH")
-        elif "W" in oc:
-            rows[key] = scored(op, lam, test, oc["W"], oc["b"], time=oc["time"], wall=oc["wall"])
-        else:
-            rows[key] = oc
+            continue
+        except RuntimeError as exc:
+            rows[key] = dict(error=str(exc))
+            continue
+        rows[key] = scored(op, lam, test, oc.X[:-1], oc.X[-1], time=oc.fit_time, wall=wall)
     return rows
 
 

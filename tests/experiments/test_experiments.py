@@ -513,14 +513,14 @@ def test_l2_timing_figure_equal_accuracy_row():
     df, sdf = _e5_frames()
     fig = figures.make_l2_timing_figure(df, sparse_df=sdf, accuracy_df=_accuracy_rows())
     assert len(fig.axes) == len(E5_LS) + 1 + 2
-    labels = ["hinge-reg", "hinge-con", "hinge-reg [accelerated]", "liblinear-cs"]
+    labels = ["hinge-reg", "hinge-con", "hinge-reg [accelerated]", "liblinear-cs", "ocas-cs"]
     for ax, eps in zip(fig.axes[-2:], (1e-3, 1e-4)):
         assert ax.get_xscale() == ax.get_yscale() == "log"
         assert f"gap {eps:g}" in ax.get_title() and "L" in ax.get_xlabel()
         lines = {ln.get_gid(): ln for ln in ax.lines}
         assert sorted(g for g in lines if g.startswith("eps:")) == sorted(f"eps:{eps:g}:{c}" for c in labels)
         assert lines[f"eps:{eps:g}:liblinear-cs"].get_linestyle() == ":"
-        assert lines[f"eps:{eps:g}:hinge-reg"].get_linestyle() == "-"
+        assert lines[f"eps:{eps:g}:hinge-reg"].get_linestyle() == lines[f"eps:{eps:g}:ocas-cs"].get_linestyle() == "-"
         reg = lines[f"eps:{eps:g}:hinge-reg"]
         assert list(reg.get_xdata()) == E5_LS
         assert np.allclose(reg.get_ydata(), [0.01 * L * (2 if eps == 1e-4 else 1) for L in E5_LS])

@@ -21,7 +21,12 @@ its dual criterion. This module measures, for one training set and one
   (another problem), exposes no certificate: it is run at each tolerance of
   :data:`LIBLINEAR_TOLS`, and the time of ``eps`` is the shortest run whose
   liblinear objective is within ``eps`` (relative) of the lowest objective of
-  all its runs. That accuracy is *not* certified (``certified = False``).
+  all its runs. That accuracy is *not* certified (``certified = False``);
+- ``ocas-cs`` (``msvmocas``, the cutting-plane peer of the SVM-struct family,
+  when on PATH; skipped otherwise): one run at ``tol = min(eps)``, capped at
+  ``max_time``, on liblinear's model; the time of ``eps`` is that of its first
+  iteration whose own certified gap ``1 - Q_D/Q_P`` is at or below it (its
+  reported ``tim``, file reading excluded).
 
 All certified solvers solve one model: hinge-reg and the accelerated engine
 ``min g(X) + lambda loss(X)`` (``lambda = 1/alpha``), hinge-con its
@@ -39,9 +44,11 @@ import numpy as np
 
 from ..estimators import CrammerSingerSVC, SparseSVC
 from ..model.losses import margins
+from ..solvers import baselines
 from ..solvers._loop import GAP_CHECK_EVERY
 
-__all__ = ["EPS", "LIBLINEAR_TOLS", "METHODS", "SOLVERS", "time_to_accuracy", "run_accuracy_job"]
+__all__ = ["EPS", "LIBLINEAR_TOLS", "METHODS", "SOLVERS", "ocas_installed", "time_to_accuracy",
+           "run_accuracy_job"]
 
 #: the relative gaps of Figure 4's equal-accuracy row
 EPS = (1e-3, 1e-4)
@@ -49,7 +56,8 @@ EPS = (1e-3, 1e-4)
 LIBLINEAR_TOLS = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5, 1e-5)
 #: the solvers measured, in Figure 4's order: label -> (method, solver)
 SOLVERS = {"hinge-reg": ("hinge-reg", "paper"), "hinge-con": ("hinge-con", "paper"),
-           "hinge-reg+accelerated": ("hinge-reg", "accelerated"), "liblinear-cs": ("liblinear-cs", "liblinear")}
+           "hinge-reg+accelerated": ("hinge-reg", "accelerated"), "liblinear-cs": ("liblinear-cs", "liblinear"),
+           "ocas-cs": ("ocas-cs", "ocas")}
 METHODS = tuple(SOLVERS)
 
 
@@ -86,6 +94,27 @@ def _paper(method, X, y, alpha, eps, max_time, progress):
                              alpha))
     progress(f"{method}: {model.n_iter_} iterations, {model.fit_time_:.1f} s, gap {model.rel_gap_:.2e}")
     return rows
+
+
+def _ocas(X, y, alpha, eps, max_time, progress):
+    """One OCAS run to ``min(eps)``; the time of each eps from its own gap per iteration."""
+    y_idx = np.unique(np.asarray(y), return_inverse=True)[1]
+    res = baselines.ocas_cs(X, y_idx, int(y_idx.max()) + 1, alpha, tol=min(eps), max_time=max_time)
+    tr = res.trace
+    rows = []
+    for e in eps:
+        hit = np.flatnonzero(tr["rel_gap"] <= e)
+        i = hit[0] if hit.size else -1
+        rows.append(_row("ocas-cs", e, tr["time"][i], tr["rel_gap"][i], True, tr["iteration"][i], max_time, alpha))
+    progress(f"ocas: {res.n_iter} iterations, {res.fit_time:.2f} s, its gap {res.rel_gap:.2e}")
+    return rows
+
+
+def ocas_installed():
+    """Whether ``msvmocas`` is on PATH (OCAS's rows are skipped otherwise)."""
+    import shutil
+
+    return shutil.which(baselines.OCAS_EXECUTABLE) is not None
 
 
 def _accelerated(X, y, alpha, tol):
@@ -128,7 +157,8 @@ def time_to_accuracy(X, y, alpha, *, eps=EPS, max_time=300.0, methods=METHODS, p
     max_time : float > 0
         About the longest loop time of one paper-algorithm run, seconds.
     methods : sequence of str
-        A subset of :data:`METHODS`.
+        A subset of :data:`METHODS` (``ocas-cs`` gives no rows when ``msvmocas`` is
+        not installed).
     progress : callable(str) or None
         Called with a line after each run.
 
@@ -139,7 +169,8 @@ def time_to_accuracy(X, y, alpha, *, eps=EPS, max_time=300.0, methods=METHODS, p
         and ``solver`` (as in the training records), ``alpha`` (hinge-con's: ``eta / L``),
         ``reached``, ``seconds`` (NaN when not reached), ``gap`` (the gap at that
         time, or at the end of the run when not reached), ``certified``,
-        ``n_iter``, ``run_seconds``, ``cap_seconds``.
+        ``n_iter``, ``run_seconds`` (= ``seconds`` when reached, else the whole
+        run's), ``cap_seconds``.
     """
     eps = tuple(float(e) for e in eps)
     if not eps or not all(0 < e < 1 for e in eps):
@@ -171,8 +202,12 @@ def time_to_accuracy(X, y, alpha, *, eps=EPS, max_time=300.0, methods=METHODS, p
         elif method == "hinge-reg+accelerated":
             rows += [_row(method, e, m.fit_time_, m.rel_gap_, True, m.n_iter_, max_time, alpha)
                      for e, m in acc.items()]
-        else:
+        elif method == "liblinear-cs":
             rows += _liblinear(X, y, alpha, eps, max_time, progress)
+        elif ocas_installed():
+            rows += _ocas(X, y, alpha, eps, max_time, progress)
+        else:
+            progress(f"ocas-cs skipped: {baselines.OCAS_EXECUTABLE} is not on PATH")
     return rows
 
 
@@ -202,4 +237,4 @@ def run_accuracy_job(features_dir, subset_indices, alpha, *, eps=EPS, max_time=3
     X, y = load_features(features_dir, "train", indices=np.asarray(subset_indices))
     rows = time_to_accuracy(X, y, alpha, eps=eps, max_time=max_time, methods=methods, progress=progress)
     return dict(meta, L=int(np.shape(y)[0]), alpha=float(alpha), max_time=float(max_time),
-                source_hash=sparsesvm.source_hash(), rows=rows)
+                ocas_installed=ocas_installed(), source_hash=sparsesvm.source_hash(), rows=rows)

@@ -55,7 +55,7 @@ def groups_label(groups):
 
 
 #: Column / line order of the methods in tables and figures.
-METHOD_ORDER = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova", "liblinear-cs")
+METHOD_ORDER = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova", "liblinear-cs", "ocas-cs")
 
 
 def ordered(values, order):

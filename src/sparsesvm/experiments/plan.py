@@ -49,7 +49,7 @@ DATASETS = ("leukemia", "mnist", "news20")
 PRODUCT = {"e1": "table1", "e2": "figure1", "e3": "figure2", "e4": "figure3", "e5": "figure4"}
 #: Solvers whose lines and paths carry the bare method name (the paper's iterations
 #: and the liblinear peer; the other spellings are those of a missing value in a table).
-_PLAIN_SOLVERS = ("paper", "liblinear", "", "none", "nan", "None")
+_PLAIN_SOLVERS = ("paper", "liblinear", "ocas", "", "none", "nan", "None")
 
 
 class ConfigError(ValueError):

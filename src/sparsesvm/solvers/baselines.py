@@ -19,6 +19,9 @@ ova(Phi, y_idx, n_classes, penalty, lam, ...)
 liblinear_cs(Phi, y_idx, n_classes, alpha, ...)
     The l2 peer (stand-in for the paper's SVM-struct): scikit-learn's
     Crammer-Singer ``LinearSVC`` (liblinear), bias regularised.
+ocas_cs(Phi, y_idx, n_classes, alpha, ...)
+    The cutting-plane peer of the SVM-struct family: ``msvmocas`` (OCAS,
+    Debian's ``libocas-tools``) on the same model as liblinear's, when installed.
 
 Stopping rule (by default): ``||X+ - X||_F / ||X+||_F <= tol`` (an iterate
 with ``||X+||_F = 0`` never counts as converged), or ``max_iter`` iterations;
@@ -49,7 +52,7 @@ from ._loop import (
 )
 from .paper import ConstrainedDual
 
-__all__ = ["hinge_lin", "SlackDual", "square", "logit", "ova", "liblinear_cs", "SMOOTH_SCHEMES"]
+__all__ = ["hinge_lin", "SlackDual", "square", "logit", "ova", "liblinear_cs", "ocas_cs", "SMOOTH_SCHEMES"]
 
 
 # --------------------------------------------------------------------------- #
@@ -596,3 +599,110 @@ def liblinear_cs(Phi, y_idx, n_classes, alpha, *, tol=1e-3, max_iter=100000):
     objective = float(0.5 * (np.sum(coef ** 2) + np.sum(intercept ** 2)) + loss / alpha)
     return SolverResult(np.vstack([coef.T, intercept]), n_iter, bool(n_iter < max_iter), objective,
                         0.0, fit_time, None, float("nan"))
+
+
+# --------------------------------------------------------------------------- #
+# the cutting-plane peer: OCAS (msvmocas)
+# --------------------------------------------------------------------------- #
+#: the command-line solver of Debian's ``libocas-tools``
+OCAS_EXECUTABLE = "msvmocas"
+
+
+def ocas_cs(Phi, y_idx, n_classes, alpha, *, tol=1e-3, max_time=None):
+    """The cutting-plane peer: ``msvmocas`` (OCAS, Franc and Sonnenburg) with ``C = 1/alpha``.
+
+    msvmocas learns ``f(x) = W^T x`` without a bias; a constant feature of value 1
+    is appended, so that it solves liblinear's model (:func:`liblinear_cs`:
+    ``1/2 sum_k (||w_k||^2 + b_k^2) + loss / alpha``, bias regularised). It stops
+    on its own certified relative gap ``1 - Q_D / Q_P <= tol`` of that model.
+    The examples go through an SVM-light file in a temporary directory.
+
+    Parameters
+    ----------
+    Phi : float64 ndarray (L, M) or CSR
+    y_idx : int ndarray (L,)
+        Class indices in ``0..n_classes-1``.
+    n_classes : int
+    alpha : float > 0
+    tol : float > 0
+        OCAS's relative tolerance (``-r``).
+    max_time : float > 0 or None
+        OCAS's time limit (``-t``), seconds.
+
+    Returns
+    -------
+    SolverResult
+        ``X`` (M + 1, K) with the biases as last row; ``n_iter`` OCAS's
+        iterations; ``converged`` whether its gap met ``tol``; ``objective`` its
+        primal value ``Q_P``; ``fit_time`` its ``ocas_time`` (the solve, file
+        reading excluded); ``rel_gap`` its final ``1 - Q_D/Q_P`` (of its model,
+        not the paper's); ``trace`` its per-iteration ``iteration``, ``time``,
+        ``objective`` (Q_P) and ``rel_gap``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``msvmocas`` is not on PATH (``apt-get install libocas-tools``).
+    RuntimeError
+        When it fails or writes a model of another shape.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from sklearn.datasets import dump_svmlight_file
+
+    exe = shutil.which(OCAS_EXECUTABLE)
+    if exe is None:
+        raise FileNotFoundError(f"{OCAS_EXECUTABLE} is not on PATH (Debian: apt-get install libocas-tools)")
+    L, M = Phi.shape
+    K = int(n_classes)
+    ones = np.ones((L, 1))
+    aug = sp_hstack(Phi, ones)
+    with tempfile.TemporaryDirectory() as tmp:
+        train, model = Path(tmp) / "train.light", Path(tmp) / "model.txt"
+        dump_svmlight_file(aug, np.asarray(y_idx) + 1, str(train), zero_based=False)
+        cmd = [exe, "-c", repr(1.0 / float(alpha)), "-r", repr(float(tol)), "-v", "1"]
+        if max_time is not None:
+            cmd += ["-t", repr(float(max_time))]
+        proc = subprocess.run(cmd + [str(train), str(model)], capture_output=True, text=True)
+        if proc.returncode != 0 or not model.exists():
+            raise RuntimeError(f"{OCAS_EXECUTABLE} failed (exit {proc.returncode}): "
+                               f"{(proc.stderr or proc.stdout)[-300:]}")
+        A = np.loadtxt(model, ndmin=2)
+    if A.shape != (M + 1, K):
+        raise RuntimeError(f"{OCAS_EXECUTABLE} wrote a model of shape {A.shape}, expected {(M + 1, K)}")
+    trace, fit_time = _ocas_log(proc.stdout)
+    if not trace["iteration"]:
+        raise RuntimeError(f"{OCAS_EXECUTABLE} printed no iterations: {proc.stdout[-300:]}")
+    gap = float(trace["rel_gap"][-1])
+    return SolverResult(A, int(trace["iteration"][-1]), bool(gap <= tol), float(trace["objective"][-1]), 0.0,
+                        fit_time, {k: np.asarray(v) for k, v in trace.items()}, gap)
+
+
+def _ocas_log(text):
+    """msvmocas's verbose output -> (trace dict, ocas_time in seconds)."""
+    import re
+
+    row = re.compile(r"^\s*(\d+): tim=([0-9.eE+-]+), Q_P=([0-9.eE+-]+),.*1-Q_D/Q_P=([0-9.eE+-]+)")
+    trace = {"iteration": [], "time": [], "objective": [], "rel_gap": []}
+    fit_time = float("nan")
+    for line in text.splitlines():
+        m = row.match(line)
+        if m:
+            for key, v in zip(trace, m.groups()):
+                trace[key].append(int(v) if key == "iteration" else float(v))
+        elif line.strip().startswith("ocas_time"):
+            fit_time = float(line.split(":", 1)[1].split("[")[0])
+    return trace, fit_time
+
+
+def sp_hstack(Phi, col):
+    """``[Phi, col]``, sparse (CSR) when ``Phi`` is."""
+    if issparse(Phi):
+        import scipy.sparse as sp
+
+        return sp.hstack([Phi, sp.csr_matrix(col)], format="csr")
+    return np.hstack([np.asarray(Phi, dtype=np.float64), col])
+
