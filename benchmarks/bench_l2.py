@@ -42,6 +42,7 @@ import argparse
 
 import _harness as h  # one BLAS thread
 import numpy as np
+
 from sparsesvm.solvers.baselines import ocas_cs
 
 
