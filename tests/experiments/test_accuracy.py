@@ -102,6 +102,15 @@ def test_hinge_con_is_the_constrained_form_of_the_same_model(rows):
     assert np.allclose(con.coef_, reg.coef_, atol=1e-3 * np.abs(reg.coef_).max())
 
 
+def test_hinge_con_is_skipped_where_the_optimum_has_zero_loss():
+    """Well-separated classes at a small alpha: zero hinge loss, eta = 0 (no constrained form)."""
+    X, y = _noisy()
+    X[:, :3] += 50 * np.eye(3)[y]
+    lines = []
+    out = accuracy.time_to_accuracy(X, y, 1e-3, eps=(1e-3,), methods=("hinge-con",), progress=lines.append)
+    assert out == [] and any("hinge-con skipped" in line for line in lines)
+
+
 def test_a_gap_not_reached_in_the_cap_is_reported_as_such():
     X, y = _noisy(L=300, M=40)
     out = accuracy.time_to_accuracy(X, y, 1.0, eps=(1e-9,), max_time=0.05, methods=("hinge-reg",))

@@ -198,7 +198,10 @@ def time_to_accuracy(X, y, alpha, *, eps=EPS, max_time=300.0, methods=METHODS, p
         if method == "hinge-reg":
             rows += _paper(method, X, y, alpha, eps, max_time, progress)
         elif method == "hinge-con":
-            rows += _paper(method, X, y, alpha_con, eps, max_time, progress)
+            if alpha_con > 1e-9:   # mean hinge loss per sample; margins are 1
+                rows += _paper(method, X, y, alpha_con, eps, max_time, progress)
+            else:   # (numerically) zero loss at the optimum: eta = 0, a hard margin, nothing to time
+                progress("hinge-con skipped: the regularised solution has zero hinge loss (eta = 0)")
         elif method == "hinge-reg+accelerated":
             rows += [_row(method, e, m.fit_time_, m.rel_gap_, True, m.n_iter_, max_time, alpha)
                      for e, m in acc.items()]
