@@ -470,7 +470,7 @@ def test_mixed_label_types_get_a_value_error(owner):
 # --------------------------------------------------------------------------- fault injection
 
 
-TIMING_FIELDS = {"fit_time_s", "fit_wall_time_s"}
+TIMING_FIELDS = {"fit_time_s", "fit_wall_time_s", "fit_cpu_time_s"}
 
 
 def _descendants_running(root_pid, needle):

@@ -577,6 +577,7 @@ def _check_record(rec, coef_full, Xte, yte, n_train):
     assert rec["n_weights_above_1e-5"] == int(np.count_nonzero(np.abs(W) > 1e-5))
     assert rec["L"] == n_train and rec["n_classes"] == 3 and rec["n_features"] == Xte.shape[1]
     assert 0 < rec["fit_time_s"] <= rec["fit_wall_time_s"] + 1e-9
+    assert 0 < rec["fit_cpu_time_s"]
 
 
 def test_run_job_subset_end_to_end(tiny_features, tmp_path):
