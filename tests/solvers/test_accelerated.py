@@ -228,7 +228,12 @@ def _spy_masters(monkeypatch):
     class Spy(colgen._Master):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
+            self.n_dropped = 0
             masters.append(self)
+
+        def drop_rows(self, drop):
+            self.n_dropped += int(drop.sum())
+            super().drop_rows(drop)
 
     monkeypatch.setattr(colgen, "_Master", Spy)
     return masters
@@ -244,6 +249,7 @@ def test_row_generation_reaches_cvx_optimum(random_problem, monkeypatch, method,
     L, K = 24, 4
     assert masters[0].nh0 == L < L * (K - 1)
     assert masters[0].nh > masters[0].nh0  # rows were generated
+    assert masters[0].n_dropped > 0  # and stale ones dropped
     assert len(masters[0].atom_cols[0]) == masters[0].nh  # the atoms' columns follow the rows
 
 
@@ -287,9 +293,11 @@ def test_row_generation_linprog_fallback(random_problem, monkeypatch):
     Phi, y, K = random_problem(seed=8, L=15, M=12)
     r1 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
     monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    masters = _spy_masters(monkeypatch)
     monkeypatch.setattr(highs, "highspy", None)  # the master rebuilt by linprog, rows added
     r2 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
     assert r1.converged and r2.converged
+    assert masters[0].nh > masters[0].nh0 and masters[0].n_dropped > 0
     assert r2.objective == pytest.approx(r1.objective, rel=1e-8)
 
 

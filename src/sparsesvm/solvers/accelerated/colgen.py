@@ -10,7 +10,8 @@ them until the certified gap of the full problem meets the tolerance.
 On large problems (more than :data:`ROWGEN_MIN_ROWS` hinge pieces L(K-1))
 the master also generates its rows: it starts from one hinge piece per
 sample and adds, after each master solve, the most violated missing piece of
-each sample, re-solving before any pricing. Absent rows have multiplier 0,
+each sample, re-solving before any pricing; added rows that stay loose with
+a zero multiplier for :data:`ROWGEN_DROP_AFTER` solves are dropped. Absent rows have multiplier 0,
 so pricing and the certificate keep their form; the certificate's primal
 objective is always evaluated on all L samples.
 """
@@ -25,7 +26,7 @@ from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from . import highs
 
 __all__ = ["_Master", "_Pricing", "_column_generation", "SLACK_COST_START", "SLACK_COST_MAX",
-           "ROWGEN_MIN_ROWS", "ROWGEN_TOL"]
+           "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_DROP_AFTER"]
 
 #: first cost of the elastic slack of the hinge-con master (it is multiplied by 10
 #: while the slack stays in use with no atom left to price, up to SLACK_COST_MAX)
@@ -36,11 +37,17 @@ SLACK_COST_MAX = 1e12
 #: the master carries all L(K-1) rows from the start (the exact path used before
 #: row generation existed, kept for the small problems of the record experiment:
 #: L <= 100 at K = 10 is 900 rows). Measured on MNIST scattering features,
-#: l1inf/81 (see the commit message of this constant)
+#: l1inf/81, tol 1e-4 (hinge-reg alpha = 1 and 0.1, hinge-con alpha = 0.1):
+#: 1.2-1.5x slower with it at L = 100 (900 rows), 1.8-4.4x faster at L = 500
+#: (4500 rows) and 1.3-2.3x faster at L = 1000 (9000 rows)
 ROWGEN_MIN_ROWS = 2000
 
 #: a missing hinge row is added when the master point violates it by more than this
 ROWGEN_TOL = 1e-9
+
+#: an added hinge row whose multiplier is 0 and slack above ROWGEN_TOL at this many
+#: consecutive master solutions is dropped (it is added again if violated later)
+ROWGEN_DROP_AFTER = 3
 
 
 def _atom_entries(geo, gid):
@@ -182,6 +189,24 @@ class _Master:
                            R.indices.astype(np.int32), R.data.astype(float))
             self._dual_next = True
 
+    def drop_rows(self, drop):
+        """Delete the hinge rows of mask ``drop`` (added rows only: not the first ``nh0``)."""
+        idx = np.flatnonzero(drop)
+        n = len(idx)
+        if n == 0:
+            return
+        con = 1 if self.kind == "con" else 0
+        keep = ~drop
+        if self.h is not None:
+            self.h.deleteRows(n, (idx + con).astype(np.int32))  # HiGHS: the hinge-con row at nh0
+        self.ll, self.kk = self.ll[keep], self.kk[keep]
+        self.atom_cols = [col[keep] for col in self.atom_cols]
+        self.base = self.base.tocsr()[np.concatenate([np.flatnonzero(keep),
+                                                      np.arange(self.nh, self.nh + con)])].tocsc()
+        self.nh -= n
+        self.nrow -= n
+        self.rub = self.rub[n:]
+
     def _solve_linprog(self):
         na = len(self.atom_cols)
         C = np.column_stack(self.atom_cols) if na else np.zeros((self.nh, 0))
@@ -280,12 +305,18 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
             return X, Y, best, rnd + 1, True
         if deadline is not None and time.perf_counter() > deadline:
             break
-        if row_generation:
+        if row_generation and master.atom_cols:  # at W = 0 only the biases rank the pieces
+            master.drop_rows(rows.stale(master, TX, a))  # keeps the master small
             nl, nk = rows.violated(TX, master.xi)
             if len(nl):  # re-solve the master with them before pricing
                 master.add_rows(nl, nk, pricing.row_entries(nl, nk))
                 continue
         new = pricing.price(a, master.ll, master.kk) if row_generation else pricing.price(a)
+        if row_generation and not new and not master.atom_cols:
+            nl, nk = rows.violated(TX, master.xi)
+            if len(nl):
+                master.add_rows(nl, nk, pricing.row_entries(nl, nk))
+                continue
         if not new:
             if kind == "con" and slack > 0:
                 if master.big >= SLACK_COST_MAX:
@@ -335,6 +366,21 @@ class _RowGeneration:
         self.has = np.zeros((op.n_samples, op.n_classes), dtype=bool)
         self.has[self.ll, self.kk] = True
         self.has[np.arange(op.n_samples), op.y_idx] = True  # no row for the true class
+        self.age = np.zeros(len(self.ll), dtype=int)  # solves since each master row was last tight
+
+    def stale(self, master, TX, a):
+        """Mask of the master's rows to drop: added rows (not the first ``nh0``) with zero
+        multiplier and a slack above :data:`ROWGEN_TOL` for :data:`ROWGEN_DROP_AFTER` solves."""
+        ll, kk = master.ll, master.kk
+        if len(self.age) < len(ll):
+            self.age = np.concatenate([self.age, np.zeros(len(ll) - len(self.age), dtype=int)])
+        loose = (a[ll, kk] <= 0.0) & (master.xi[ll] - 1.0 - TX[ll, kk] > ROWGEN_TOL)
+        self.age = np.where(loose, self.age + 1, 0)
+        drop = self.age >= ROWGEN_DROP_AFTER
+        drop[:master.nh0] = False
+        self.has[ll[drop], kk[drop]] = False
+        self.age = self.age[~drop]
+        return drop
 
     def violated(self, TX, xi):
         """The most violated missing row of each sample, where ``1 + TX[l, k] - xi_l`` exceeds
