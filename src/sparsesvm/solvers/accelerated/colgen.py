@@ -273,8 +273,10 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
     With ``row_generation`` (default: when L(K-1) > :data:`ROWGEN_MIN_ROWS`)
     the master starts from the rows of :func:`_initial_rows` and, after each
     solve, gets the most violated missing hinge row of each sample (violation
-    above :data:`ROWGEN_TOL`) and is re-solved before pricing; the
-    certificate is that of the full problem either way.
+    above :data:`ROWGEN_TOL`) and is re-solved before pricing (rows are first
+    added once it has atoms; added rows that stay loose are dropped, see
+    :meth:`_RowGeneration.stale`); the certificate is that of the full
+    problem either way (its primal value is the loss over all L samples).
 
     Returns (X (M+1, K), Y (L, K), last GapResult, rounds, converged).
     """
