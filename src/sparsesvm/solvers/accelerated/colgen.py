@@ -88,6 +88,7 @@ class _Master:
         self.nh = self.nh0 = len(ll)
         self.ll, self.kk, self.y = ll, kk, y
         self.xi = None
+        self.deadline = None  # perf_counter() time: HiGHS' time limit (row generation only)
         self._dual_next = False
         nh = self.nh
         # base columns: b (K), xi (L), [s]
@@ -226,6 +227,8 @@ class _Master:
     def _solve_incremental(self):
         """Warm-started primal simplex; on numerical trouble a cold dual simplex."""
         opt = highs.highspy.HighsModelStatus.kOptimal
+        if self.deadline is not None:
+            self.h.setOptionValue("time_limit", max(self.deadline - time.perf_counter(), 1e-3))
         if self._dual_next:  # rows were added: the basis is dual feasible
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
@@ -233,11 +236,15 @@ class _Master:
             self._dual_next = False
         else:
             self.h.run()
+        if self.deadline is not None and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kTimeLimit:
+            raise TimeoutError("master LP: time limit")
         if self.h.getModelStatus() != opt:
             self.h.clearSolver()
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
             self.h.setOptionValue("simplex_strategy", 4)
+            if self.deadline is not None and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kTimeLimit:
+                raise TimeoutError("master LP: time limit")
             if self.h.getModelStatus() != opt:
                 return None
         sol = self.h.getSolution()
@@ -296,7 +303,12 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
     Y = np.zeros((L, K))
     rnd = 0
     for rnd in range(max_rounds):
-        X, Y, a, slack = pricing.master_point(master, kind, par)
+        try:
+            X, Y, a, slack = pricing.master_point(master, kind, par)
+        except TimeoutError:  # HiGHS stopped at the deadline: the last certified point
+            break
+        if row_generation and deadline is not None:
+            master.deadline = deadline  # from the second solve on: one point is certified
         TX = op.T(X) if row_generation else None
         if kind == "reg":
             best = hinge_reg_gap(op, X, Y, geo, lam=par, TX=TX)
