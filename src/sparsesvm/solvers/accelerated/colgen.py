@@ -228,7 +228,9 @@ class _Master:
         """Warm-started primal simplex; on numerical trouble a cold dual simplex."""
         opt = highs.highspy.HighsModelStatus.kOptimal
         if self.deadline is not None:
-            self.h.setOptionValue("time_limit", max(self.deadline - time.perf_counter(), 1e-3))
+            # HiGHS' time limit is on its run clock, which adds up over the runs
+            left = max(self.deadline - time.perf_counter(), 1e-3)
+            self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
         if self._dual_next:  # rows were added: the basis is dual feasible
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
