@@ -219,3 +219,92 @@ def test_elastic_slack_of_hinge_con_is_priced_out(random_problem, monkeypatch):
     r = acc.hinge_con(Phi, y, K, "l1", eta=3.0, tol=1e-9)
     assert r.converged
     assert r.objective == pytest.approx(ref.objective, rel=1e-8)
+
+
+def _spy_masters(monkeypatch):
+    """Record the column generation's masters (to read their hinge rows)."""
+    masters = []
+
+    class Spy(colgen._Master):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.n_dropped = 0
+            masters.append(self)
+
+        def drop_rows(self, drop):
+            self.n_dropped += int(drop.sum())
+            super().drop_rows(drop)
+
+    monkeypatch.setattr(colgen, "_Master", Spy)
+    return masters
+
+
+@pytest.mark.parametrize("pen,grp", [("l1", None), ("l1inf", 3)])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
+def test_row_generation_reaches_cvx_optimum(random_problem, monkeypatch, method, pen, grp):
+    # forced on a small problem: the master starts from one hinge row per sample
+    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    masters = _spy_masters(monkeypatch)
+    _check_against_cvx(random_problem, method, pen, grp, "cg", L=24, M=10, K=4)
+    L, K = 24, 4
+    assert masters[0].nh0 == L < L * (K - 1)
+    assert masters[0].nh > masters[0].nh0  # rows were generated
+    assert masters[0].n_dropped > 0  # and stale ones dropped
+    assert len(masters[0].atom_cols[0]) == masters[0].nh  # the atoms' columns follow the rows
+
+
+def test_row_generation_with_duplicates_and_a_zero_feature(random_problem, monkeypatch):
+    # a sample repeated with another label (its hinge cannot vanish) and an all-zero feature
+    Phi, y, K = random_problem(seed=13, L=20, M=9, K=4)
+    Phi[:, 4] = 0.0
+    Phi = np.vstack([Phi, Phi[:3]])
+    y = np.concatenate([y, (y[:3] + 1) % K])
+    L = len(y)
+    for method, par in (("hinge-reg", 2.0), ("hinge-con", 0.6 * L)):
+        ref = _run(method, Phi, y, K, "l1inf", 3, par, tol=1e-10)
+        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+        r = _run(method, Phi, y, K, "l1inf", 3, par, tol=1e-10)
+        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", L * (K - 1))
+        assert ref.converged and r.converged
+        assert r.objective == pytest.approx(ref.objective, rel=1e-6)
+        # the whole certificate: the primal value is the loss over all L samples
+        g = cr.regulariser_value(r.X[:-1], "l1inf", 3)
+        loss = cr.hinge_loss_np(Phi, y, r.X)
+        obj = g + par * loss if method == "hinge-reg" else g
+        assert obj == pytest.approx(r.objective, rel=1e-9, abs=1e-12)
+
+
+def test_row_generation_gap_bounds_true_suboptimality(random_problem, monkeypatch):
+    Phi, y, K = random_problem(seed=6, L=30, M=15, K=4)
+    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    masters = _spy_masters(monkeypatch)
+    for method, par in (("hinge-reg", 3.0), ("hinge-con", 0.5 * len(y))):
+        kw = dict(lam=par) if method == "hinge-reg" else dict(eta=par)
+        pstar, _ = cr.solve(method, Phi, y, K, "l1inf", 5, **kw)
+        for tol in (1e-1, 1e-2, 1e-3):
+            r = _run(method, Phi, y, K, "l1inf", 5, par, tol=tol, inner="cg")
+            assert masters[-1].nh < len(y) * (K - 1) or r.n_iter > 1
+            assert r.rel_gap <= tol
+            assert (r.objective - pstar) / pstar <= r.rel_gap + 1e-7
+            assert r.dual_objective <= pstar * (1 + 1e-7)
+
+
+def test_row_generation_linprog_fallback(random_problem, monkeypatch):
+    Phi, y, K = random_problem(seed=8, L=15, M=12)
+    r1 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
+    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    masters = _spy_masters(monkeypatch)
+    monkeypatch.setattr(highs, "highspy", None)  # the master rebuilt by linprog, rows added
+    r2 = acc.hinge_con(Phi, y, K, "l1inf", 4, eta=4.0, tol=1e-9)
+    assert r1.converged and r2.converged
+    assert masters[0].nh > masters[0].nh0 and masters[0].n_dropped > 0
+    assert r2.objective == pytest.approx(r1.objective, rel=1e-8)
+
+
+def test_small_problems_keep_all_hinge_rows(random_problem, monkeypatch):
+    # below the gate the master carries every row from the start (the path of the record runs)
+    masters = _spy_masters(monkeypatch)
+    Phi, y, K = random_problem(seed=3, L=100, M=12, K=10)
+    assert 100 * 9 <= colgen.ROWGEN_MIN_ROWS
+    acc.hinge_reg(Phi, y, K, "l1", lam=1.0, tol=1e-6)
+    assert masters[0].nh0 == masters[0].nh == 100 * 9

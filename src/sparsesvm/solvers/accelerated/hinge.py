@@ -20,7 +20,9 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   on leukemia with blocks of 5, but slower than PDHG for groups of 10 or
   more entries, whose balls need many more directions, and for large
   masters). The restricted master LP (variables: atom weights,
-  biases, hinge values; rows: the L(K-1) hinge constraints) is solved by
+  biases, hinge values; rows: the L(K-1) hinge constraints, or above
+  :data:`~sparsesvm.solvers.accelerated.colgen.ROWGEN_MIN_ROWS` of them
+  a generated subset) is solved by
   HiGHS' simplex, warm-started across rounds; pricing is the dual-norm
   check of the full dual point T^T Y, which is also the certificate. This
   is the "exact active-set / second-order" variant of the issue: it was
