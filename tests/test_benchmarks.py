@@ -174,3 +174,24 @@ def test_mnist_scattering_is_balanced_nested_and_the_workflows_features(harness,
     assert np.array_equal(ys, ytr[:10]) and np.allclose(small, Xtr[:10])
     _, _, te, _ = harness.mnist_images(mirror_dir)
     np.testing.assert_allclose(Xte, harness.scattering(te[:3]))
+
+
+def test_bench_family_quick_writes_the_rows(tmp_path):
+    # bench_family.py --quick: two tiny problems, Clarabel vs the accelerated solver (auto
+    # and the other engine forced), one JSON row each with the fields of the report
+    out = tmp_path / "family.json"
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_family.py"), "--quick",
+                           "--cap", "30", "--json", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads(out.read_text())
+    rows = record["rows"]
+    assert [(r["problem"], r["penalty"], r["method"]) for r in rows] == [
+        ("dense-40x60x3", "l1inf", "hinge-reg"), ("leuk-38x300x3", "l12", "hinge-con")]
+    for r in rows:
+        assert r["clarabel_status"] == "optimal" and r["clarabel_solve"] > 0
+        assert r["acc_engine"] == "cg" and r["acc_converged"] and r["acc_cert_gap"] <= 1e-4
+        assert 0 <= r["acc_true_gap"] <= r["acc_cert_gap"] + 1e-6
+        assert r["acc_ratio"] > 0 and r["forced_pdhg_engine"] == "pdhg"
+        assert 0 < r["n_sv"] <= r["L"] and r["nnz_groups"] > 0
+    assert record["dropped"] == [] and record["args"]["quick"] is True
+    assert "worst ratio" in proc.stdout
