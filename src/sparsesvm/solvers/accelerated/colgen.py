@@ -163,10 +163,9 @@ class _Master:
         The next solve is a dual simplex from the current basis (it stays dual
         feasible when rows are added).
         """
-        n, K, L = len(ll), self.K, self.L
+        n, K = len(ll), self.K
         if n == 0:
             return
-        na = len(self.atom_cols)
         r = np.repeat(np.arange(n), 3)
         c = np.column_stack([kk, self.y[ll], K + ll]).ravel()
         v = np.tile([1.0, -1.0, -1.0], n)
@@ -435,7 +434,7 @@ class _Pricing:
 
     def master_point(self, master, kind, par):
         """Solve the master: ``(X (M+1, K), Y (L, K), a (L, K) the hinge multipliers, slack)``."""
-        geo, op, ll, kk = self.geo, self.op, self.ll, self.kk
+        geo, op = self.geo, self.op
         y, L, K = op.y_idx, op.n_samples, op.n_classes
         cw, b, mult, slack = master.solve()
         A = np.zeros(geo.group_shape)
