@@ -292,6 +292,52 @@ def cvx_optimum(method, Phi, y, K, penalty, groups, alpha):
                                  **alpha_parameter(method, alpha, Phi.shape[0]))[0]
 
 
+def clarabel_form(Phi, y, K, penalty, gsize):
+    """The exact-hinge problem in CVXPY with the scores explicit, for Clarabel timings.
+
+    ``S = Phi W + 1 b^T`` is a variable with equality constraints (the form that lets an
+    interior-point method exploit Phi's sparsity); W is padded to whole within-class
+    blocks of ``gsize`` features (l1: blocks of one).
+
+    Returns
+    -------
+    cp : module
+        cvxpy.
+    W : cvxpy.Expression, shape (M, K)
+    b : cvxpy.Variable, shape (K,)
+    cons : list
+        The score constraints.
+    loss : cvxpy.Expression
+        The total multiclass hinge, sum_l max_k (S_lk - S_l,y_l + R_lk).
+    g : cvxpy.Expression
+        l1, l1,inf or l1,2 over the blocks, or ``||W||_F^2 / 2`` (l2).
+    """
+    import cvxpy as cp
+
+    L, M = Phi.shape
+    gsize = 1 if penalty in ("l1", "l2") else int(gsize)
+    nb = -(-M // gsize)
+    Wp = cp.Variable((nb * gsize, K))
+    b = cp.Variable(K)
+    S = cp.Variable((L, K))
+    R = np.ones((L, K))
+    R[np.arange(L), y] = 0
+    E = 1.0 - R
+    cons = [S == Phi @ Wp[:M] + np.ones((L, 1)) @ cp.reshape(b, (1, K), order="C")]
+    st = cp.sum(cp.multiply(S, E), axis=1)
+    loss = cp.sum(cp.max(S - cp.reshape(st, (L, 1), order="C") @ np.ones((1, K)) + R, axis=1))
+    blocks = [cp.reshape(Wp[:, k], (nb, gsize), order="C") for k in range(K)]
+    if penalty == "l1":
+        g = cp.sum(cp.abs(Wp))
+    elif penalty == "l1inf":
+        g = sum(cp.sum(cp.max(cp.abs(B), axis=1)) for B in blocks)
+    elif penalty == "l12":
+        g = sum(cp.sum(cp.norm(B, 2, axis=1)) for B in blocks)
+    else:
+        g = 0.5 * cp.sum_squares(Wp[:M])
+    return cp, Wp[:M], b, cons, loss, g
+
+
 def cvx_reference():
     """The CVXPY / Clarabel reference solutions of the tests (``tests/cvx_reference.py``)."""
     tests = str(ROOT / "tests")

@@ -114,32 +114,13 @@ def clarabel(Phi, y, K, method, alpha, gsize, penalty="l1inf"):
     stalls on that QP form, see tests/cvx_reference.py) and the value reported
     is ||W||_F^2 / 2.
     """
-    import cvxpy as cp
-
-    L, M = Phi.shape
-    nb = -(-M // gsize)
-    Wp = cp.Variable((nb * gsize, K))
-    b = cp.Variable(K)
-    S = cp.Variable((L, K))
-    R = np.ones((L, K))
-    R[np.arange(L), y] = 0
-    E = 1.0 - R
-    cons = [S == Phi @ Wp[:M] + np.ones((L, 1)) @ cp.reshape(b, (1, K), order="C")]
-    st = cp.sum(cp.multiply(S, E), axis=1)
-    loss = cp.sum(cp.max(S - cp.reshape(st, (L, 1), order="C") @ np.ones((1, K)) + R, axis=1))
-    if penalty == "l1inf":
-        g = sum(cp.sum(cp.max(cp.abs(cp.reshape(Wp[:, k], (nb, gsize), order="C")), axis=1))
-                for k in range(K))
-    elif penalty == "l12":
-        g = sum(cp.sum(cp.norm(cp.reshape(Wp[:, k], (nb, gsize), order="C"), 2, axis=1))
-                for k in range(K))
-    else:
-        g = 0.5 * cp.sum_squares(Wp[:M])
+    cp, W, _, cons, loss, g = h.clarabel_form(Phi, y, K, penalty, gsize)
+    L = Phi.shape[0]
     squared = False
     if method == "hinge-reg":
         prob = cp.Problem(cp.Minimize(g + loss / alpha), cons)
     elif penalty == "l2":
-        prob = cp.Problem(cp.Minimize(cp.norm(Wp[:M], "fro")), cons + [loss <= alpha * L])
+        prob = cp.Problem(cp.Minimize(cp.norm(W, "fro")), cons + [loss <= alpha * L])
         squared = True
     else:
         prob = cp.Problem(cp.Minimize(g), cons + [loss <= alpha * L])

@@ -148,28 +148,7 @@ def parameter(method, factor, Phi, y, K, penalty, groups):
 
 def clarabel(Phi, y, K, method, penalty, gsize, par, cap):
     """CVXPY + Clarabel (defaults, ``time_limit=cap``), S = Phi W + 1 b^T explicit."""
-    import cvxpy as cp
-
-    L, M = Phi.shape
-    gsize = 1 if penalty == "l1" else gsize
-    nb = -(-M // gsize)
-    Wp = cp.Variable((nb * gsize, K))
-    b = cp.Variable(K)
-    S = cp.Variable((L, K))
-    R = np.ones((L, K))
-    R[np.arange(L), y] = 0
-    E = 1.0 - R
-    cons = [S == Phi @ Wp[:M] + np.ones((L, 1)) @ cp.reshape(b, (1, K), order="C")]
-    st = cp.sum(cp.multiply(S, E), axis=1)
-    loss = cp.sum(cp.max(S - cp.reshape(st, (L, 1), order="C") @ np.ones((1, K)) + R, axis=1))
-    if penalty == "l1":
-        g = cp.sum(cp.abs(Wp))
-    elif penalty == "l1inf":
-        g = sum(cp.sum(cp.max(cp.abs(cp.reshape(Wp[:, k], (nb, gsize), order="C")), axis=1))
-                for k in range(K))
-    else:
-        g = sum(cp.sum(cp.norm(cp.reshape(Wp[:, k], (nb, gsize), order="C"), 2, axis=1))
-                for k in range(K))
+    cp, W, b, cons, loss, g = h.clarabel_form(Phi, y, K, penalty, gsize)
     if method == "hinge-reg":
         prob = cp.Problem(cp.Minimize(g + par * loss), cons)
     else:
@@ -184,7 +163,7 @@ def clarabel(Phi, y, K, method, penalty, gsize, par, cap):
     stats = prob.solver_stats
     solve = float(stats.solve_time) if stats is not None and stats.solve_time is not None else None
     ok = status == "optimal"
-    X = np.vstack([Wp.value[:M], b.value[None, :]]) if ok else None
+    X = np.vstack([W.value, b.value[None, :]]) if ok else None
     return dict(objective=float(prob.value) if ok else None, wall=wall, solve=solve,
                 status=status, X=X)
 
