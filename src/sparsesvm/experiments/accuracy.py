@@ -61,7 +61,19 @@ SOLVERS = {"hinge-reg": ("hinge-reg", "paper"), "hinge-con": ("hinge-con", "pape
 METHODS = tuple(SOLVERS)
 
 
-def _row(label, eps, seconds, gap, certified, n_iter, cap_s, alpha):
+def _trace_rows(label, eps, trace, end, max_time, alpha):
+    """Rows of one run traced with its certified gap: for each eps, the first entry at or
+    below it; ``end`` = (seconds, gap, n_iter) of the run where none is."""
+    gaps = np.asarray(trace["rel_gap"])
+    rows = []
+    for e in eps:
+        hit = np.flatnonzero(gaps <= e)
+        at = (trace["time"][hit[0]], gaps[hit[0]], trace["iteration"][hit[0]]) if hit.size else end
+        rows.append(_row(label, e, *at, True, max_time, alpha))
+    return rows
+
+
+def _row(label, eps, seconds, gap, n_iter, certified, cap_s, alpha):
     reached = gap <= eps
     method, solver = SOLVERS[label]
     return dict(label=label, method=method, solver=solver, alpha=float(alpha), eps=float(eps),
@@ -81,33 +93,18 @@ def _paper(method, X, y, alpha, eps, max_time, progress):
     per_iter = probe.fit_time_ / max(probe.n_iter_, 1)
     max_iter = max(2 * GAP_CHECK_EVERY, int(math.ceil(max_time / max(per_iter, 1e-9))))
     model = probe if probe.converged_ else fit(max_iter)
-    tr = model.trace_
-    gaps, times = np.asarray(tr["rel_gap"]), np.asarray(tr["time"])
-    rows = []
-    for e in eps:
-        hit = np.flatnonzero(gaps <= e)
-        if hit.size:
-            i = hit[0]
-            rows.append(_row(method, e, times[i], gaps[i], True, tr["iteration"][i], max_time, alpha))
-        else:
-            rows.append(_row(method, e, model.fit_time_, model.rel_gap_, True, model.n_iter_, max_time,
-                             alpha))
     progress(f"{method}: {model.n_iter_} iterations, {model.fit_time_:.1f} s, gap {model.rel_gap_:.2e}")
-    return rows
+    return _trace_rows(method, eps, model.trace_, (model.fit_time_, model.rel_gap_, model.n_iter_),
+                       max_time, alpha)
 
 
 def _ocas(X, y, alpha, eps, max_time, progress):
     """One OCAS run to ``min(eps)``; the time of each eps from its own gap per iteration."""
     y_idx = np.unique(np.asarray(y), return_inverse=True)[1]
     res = baselines.ocas_cs(X, y_idx, int(y_idx.max()) + 1, alpha, tol=min(eps), max_time=max_time)
-    tr = res.trace
-    rows = []
-    for e in eps:
-        hit = np.flatnonzero(tr["rel_gap"] <= e)
-        i = hit[0] if hit.size else -1
-        rows.append(_row("ocas-cs", e, tr["time"][i], tr["rel_gap"][i], True, tr["iteration"][i], max_time, alpha))
     progress(f"ocas: {res.n_iter} iterations, {res.fit_time:.2f} s, its gap {res.rel_gap:.2e}")
-    return rows
+    return _trace_rows("ocas-cs", eps, res.trace, (res.trace["time"][-1], res.rel_gap, res.n_iter),
+                       max_time, alpha)
 
 
 def ocas_installed():
@@ -139,7 +136,7 @@ def _liblinear(X, y, alpha, eps, max_time, progress):
     rows = []
     for e in eps:   # the lowest objective's own run is within any eps: always reached
         t, gap, n = min(r for r in rel if r[1] <= e)
-        rows.append(_row("liblinear-cs", e, t, gap, False, n, max_time, alpha))
+        rows.append(_row("liblinear-cs", e, t, gap, n, False, max_time, alpha))
     return rows
 
 
@@ -203,7 +200,7 @@ def time_to_accuracy(X, y, alpha, *, eps=EPS, max_time=300.0, methods=METHODS, p
             else:   # (numerically) zero loss at the optimum: eta = 0, a hard margin, nothing to time
                 progress("hinge-con skipped: the regularised solution has zero hinge loss (eta = 0)")
         elif method == "hinge-reg+accelerated":
-            rows += [_row(method, e, m.fit_time_, m.rel_gap_, True, m.n_iter_, max_time, alpha)
+            rows += [_row(method, e, m.fit_time_, m.rel_gap_, m.n_iter_, True, max_time, alpha)
                      for e, m in acc.items()]
         elif method == "liblinear-cs":
             rows += _liblinear(X, y, alpha, eps, max_time, progress)

@@ -33,6 +33,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .aggregate import METHOD_ORDER, best_alpha, method_label, ordered
+from .plan import PLAIN_SOLVERS
 
 __all__ = [
     "BANDS",
@@ -118,7 +119,7 @@ def curve_styles(frame):
     colors = dict(zip(methods, _palette(max(len(methods), 1))))
     markers = {m: _MARKERS[i % len(_MARKERS)] for i, m in enumerate(methods)}
     solvers_all = frame["solver"] if "solver" in frame.columns else pd.Series(["paper"] * len(frame), index=frame.index)
-    other = sorted({str(s) for s in solvers_all if str(s) not in ("paper", "liblinear", "ocas", "None", "nan")})
+    other = sorted({str(s) for s in solvers_all if str(s) not in PLAIN_SOLVERS})
     dash = {s: _DASHES[i % len(_DASHES)] for i, s in enumerate(other)}
     styles = {}
     pairs = frame[["curve", "method"]].assign(solver=solvers_all.astype(str).to_numpy()).drop_duplicates("curve")

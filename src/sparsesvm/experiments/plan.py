@@ -49,7 +49,8 @@ DATASETS = ("leukemia", "mnist", "news20")
 PRODUCT = {"e1": "table1", "e2": "figure1", "e3": "figure2", "e4": "figure3", "e5": "figure4"}
 #: Solvers whose lines and paths carry the bare method name (the paper's iterations
 #: and the liblinear peer; the other spellings are those of a missing value in a table).
-_PLAIN_SOLVERS = ("paper", "liblinear", "ocas", "", "none", "nan", "None")
+#: solver names that a curve label leaves out (the paper's, the peers', missing values)
+PLAIN_SOLVERS = ("paper", "liblinear", "ocas", "", "none", "nan", "None")
 
 
 class ConfigError(ValueError):
@@ -79,7 +80,7 @@ def method_label(method, solver=None, *, path=False):
         ``"hinge-reg+accelerated"``).
     """
     solver = "" if solver is None else str(solver)
-    if solver in _PLAIN_SOLVERS:
+    if solver in PLAIN_SOLVERS:
         return str(method)
     return f"{method}+{solver}" if path else f"{method} [{solver}]"
 

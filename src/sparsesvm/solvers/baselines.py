@@ -658,8 +658,7 @@ def ocas_cs(Phi, y_idx, n_classes, alpha, *, tol=1e-3, max_time=None):
         raise FileNotFoundError(f"{OCAS_EXECUTABLE} is not on PATH (Debian: apt-get install libocas-tools)")
     L, M = Phi.shape
     K = int(n_classes)
-    ones = np.ones((L, 1))
-    aug = sp_hstack(Phi, ones)
+    aug = _with_ones_column(Phi)
     with tempfile.TemporaryDirectory() as tmp:
         train, model = Path(tmp) / "train.light", Path(tmp) / "model.txt"
         dump_svmlight_file(aug, np.asarray(y_idx) + 1, str(train), zero_based=False)
@@ -698,11 +697,12 @@ def _ocas_log(text):
     return trace, fit_time
 
 
-def sp_hstack(Phi, col):
-    """``[Phi, col]``, sparse (CSR) when ``Phi`` is."""
+def _with_ones_column(Phi):
+    """``[Phi, 1]`` (a constant feature for a bias), sparse (CSR) when ``Phi`` is."""
+    ones = np.ones((Phi.shape[0], 1))
     if issparse(Phi):
         import scipy.sparse as sp
 
-        return sp.hstack([Phi, sp.csr_matrix(col)], format="csr")
-    return np.hstack([np.asarray(Phi, dtype=np.float64), col])
+        return sp.hstack([Phi, sp.csr_matrix(ones)], format="csr")
+    return np.hstack([np.asarray(Phi, dtype=np.float64), ones])
 

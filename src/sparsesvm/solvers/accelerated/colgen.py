@@ -322,16 +322,11 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
             break
         if row_generation and master.atom_cols:  # at W = 0 only the biases rank the pieces
             master.drop_rows(rows.stale(master, TX, a))  # keeps the master small
-            nl, nk = rows.violated(TX, master.xi)
-            if len(nl):  # re-solve the master with them before pricing
-                master.add_rows(nl, nk, pricing.row_entries(nl, nk))
+            if rows.grow(master, pricing, TX):  # re-solve the master with them before pricing
                 continue
-        new = pricing.price(a, master.ll, master.kk) if row_generation else pricing.price(a)
-        if row_generation and not new and not master.atom_cols:
-            nl, nk = rows.violated(TX, master.xi)
-            if len(nl):
-                master.add_rows(nl, nk, pricing.row_entries(nl, nk))
-                continue
+        new = pricing.price(a, master.ll, master.kk)
+        if row_generation and not new and not master.atom_cols and rows.grow(master, pricing, TX):
+            continue
         if not new:
             if kind == "con" and slack > 0:
                 if master.big >= SLACK_COST_MAX:
@@ -396,6 +391,13 @@ class _RowGeneration:
         self.has[ll[drop], kk[drop]] = False
         self.age = self.age[~drop]
         return drop
+
+    def grow(self, master, pricing, TX):
+        """Add the :meth:`violated` rows at the master's point to ``master``; whether there were any."""
+        nl, nk = self.violated(TX, master.xi)
+        if len(nl):
+            master.add_rows(nl, nk, pricing.row_entries(nl, nk))
+        return len(nl) > 0
 
     def violated(self, TX, xi):
         """The most violated missing row of each sample, where ``1 + TX[l, k] - xi_l`` exceeds
