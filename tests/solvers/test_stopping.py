@@ -117,3 +117,21 @@ def test_gap_rule_computes_the_returned_points_gap_once(method, monkeypatch):
     if np.isfinite(last):  # hinge-con without a feasible scaling reports a KKT measure instead
         assert clf.rel_gap_ == last
     assert clf.rel_gap_ <= 1e-3
+
+
+@pytest.mark.parametrize("name", ["hinge_reg", "hinge_con"])
+def test_max_time_stops_the_paper_loop_on_its_clock(name):
+    """``max_time`` ends the loop after that many loop seconds, unconverged, with a certified gap."""
+    from sparsesvm.model.operator import MulticlassOperator
+    from sparsesvm.model.penalties import make_penalty
+    from sparsesvm.solvers import paper
+
+    X, y = make_random_problem(1, L=300, M=40, K=3, shift=0.5)[:2]
+    op = MulticlassOperator(X, y, 3)
+    solve = getattr(paper, name)
+    res = solve(op, make_penalty("l2", None, 40, 3), 1.0 if name == "hinge_reg" else 30.0, tol=1e-14,
+                max_iter=10**9, stopping="gap", max_time=0.05)
+    assert not res.converged and 0.05 <= res.fit_time and res.n_iter < 10**9
+    assert np.isfinite(res.rel_gap) and res.rel_gap > 1e-14
+    with pytest.raises(ValueError, match="max_time must be None or a positive"):
+        solve(op, make_penalty("l2", None, 40, 3), 1.0, max_time=0)

@@ -156,6 +156,10 @@ class Clock:
     def stop(self):
         return self.pause()
 
+    def elapsed(self):
+        """Loop seconds so far (the paused spans excluded), without stopping the clock."""
+        return self.total + time.perf_counter() - self._t
+
 
 class Trace:
     """Trace entries every ``every`` iterations (see :attr:`SolverResult.trace`).
@@ -458,7 +462,7 @@ def _zero_result(op, every, reference, gaps=False):
     return SolverResult(X, 0, True, 0.0, 0.0, 0.0, tr, rel_gap=0.0)
 
 
-def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
+def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, max_time=None):
     """Run the primal-dual iteration of ``dual`` from ``X = 0``, ``Y = 0``.
 
     Parameters
@@ -466,7 +470,7 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
     dual : DualStep
         The method's dual update (holds the operator, the penalty and ``lam``
         or ``eta``).
-    tol, max_iter, step_ratio, trace, reference, stopping
+    tol, max_iter, step_ratio, trace, reference, stopping, max_time
         As in :func:`sparsesvm.solvers.paper.hinge_reg`.
 
     Returns
@@ -477,6 +481,8 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
     """
     op, penalty = dual.op, dual.penalty
     check_common(tol, max_iter, step_ratio)
+    if max_time is not None and not (np.isfinite(max_time) and max_time > 0):
+        raise ValueError(f"max_time must be None or a positive number of seconds, got {max_time!r}")
     stop = Stopper(stopping, dual.method, op, penalty, **{dual.weight: dual.par})
     every = trace_every(trace)
     if dual.solved_by_zero():
@@ -500,7 +506,7 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping):
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
             tr.record(clock, it, rel, X, dual.objective, TX, gap=stop.check.at(it))
-        if converged:
+        if converged or (max_time is not None and clock.elapsed() > max_time):
             break
     fit_time = clock.stop()
     return SolverResult(X, it, converged, dual.objective(X, TX), dual.violation(TX), fit_time,

@@ -101,7 +101,7 @@ class SimplexDual(DualStep):
 
 
 def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT_STEP_RATIO,
-              trace=False, reference=None, stopping="rel_change"):
+              trace=False, reference=None, stopping="rel_change", max_time=None):
     """Regularised exact-hinge problem by Algorithm 1 (primal-dual, Chambolle-Pock).
 
     ``minimize_X g(X) + lam * sum_l h_l((T X)[l, :])`` (spec section 1, "regularized").
@@ -129,6 +129,9 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
         ``"rel_change"``: the paper's rule, relative change ``<= tol``;
         ``"gap"``: certified relative duality gap ``<= tol`` (checked every
         :data:`~sparsesvm.solvers._loop.GAP_CHECK_EVERY` iterations).
+    max_time : float > 0, optional
+        Stop after this many seconds of loop time (trace evaluations excluded),
+        like ``max_iter`` (``converged`` is then False). None: no limit.
 
     Returns
     -------
@@ -150,7 +153,8 @@ def hinge_reg(op, penalty, lam, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     """
     check_weight(lam, "lam")
     return primal_dual(SimplexDual(op, penalty, lam), tol=tol, max_iter=max_iter,
-                       step_ratio=step_ratio, trace=trace, reference=reference, stopping=stopping)
+                       step_ratio=step_ratio, trace=trace, reference=reference, stopping=stopping,
+                       max_time=max_time)
 
 
 # --------------------------------------------------------------------------- #
@@ -228,14 +232,14 @@ class EpigraphDual(ConstrainedDual):
 
 
 def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT_STEP_RATIO,
-              trace=False, reference=None, stopping="rel_change"):
+              trace=False, reference=None, stopping="rel_change", max_time=None):
     """Constrained exact-hinge problem by Algorithm 2 (epigraphical splitting).
 
     ``minimize_X g(X)  s.t.  sum_l h_l((T X)[l, :]) <= eta`` (spec section 1, "constrained").
 
     Parameters
     ----------
-    op, penalty, tol, max_iter, trace, reference, stopping
+    op, penalty, tol, max_iter, trace, reference, stopping, max_time
         As in :func:`hinge_reg`.
     eta : float > 0
         Bound on the total hinge loss.
@@ -268,4 +272,5 @@ def hinge_con(op, penalty, eta, *, tol=1e-5, max_iter=100000, step_ratio=DEFAULT
     """
     check_weight(eta, "eta")
     return primal_dual(EpigraphDual(op, penalty, eta), tol=tol, max_iter=max_iter,
-                       step_ratio=step_ratio, trace=trace, reference=reference, stopping=stopping)
+                       step_ratio=step_ratio, trace=trace, reference=reference, stopping=stopping,
+                       max_time=max_time)
