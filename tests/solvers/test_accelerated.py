@@ -74,6 +74,15 @@ def test_auto_engine_per_penalty(random_problem):
     Phi6, y6, K6 = random_problem(1, L=12, M=16, K=acc.L12_CG_MAX_GROUP + 1)
     r = acc.hinge_reg(Phi6, y6, K6, "l12", "features", lam=2.0, tol=1e-3)
     assert r.converged and r.settings["inner"] == "pdhg"
+    # ... unless they are at most L12_CG_MAX_GROUP_WIDE entries and many against the rows
+    b = acc.L12_CG_MAX_GROUP_WIDE
+    Phi9, y9, K9 = random_problem(2, L=6, M=b * acc.L12_CG_GROUPS_PER_ROW * 4, K=3)   # 96 groups, 12 rows
+    r = acc.hinge_reg(Phi9, y9, K9, "l12", b, lam=2.0, tol=1e-4)
+    assert r.converged and r.settings["inner"] == "cg"
+    pstar, _ = cr.solve("hinge-reg", Phi9, y9, K9, "l12", b, lam=2.0)
+    assert r.objective - pstar <= 1e-4 * pstar + 1e-9
+    Phi9, y9, K9 = random_problem(2, L=6, M=b * acc.L12_CG_GROUPS_PER_ROW * 4 - b, K=3)  # 93 groups
+    assert acc.hinge_reg(Phi9, y9, K9, "l12", b, lam=2.0, tol=1e-3).settings["inner"] == "pdhg"
     with pytest.raises(ValueError, match="norm penalty"):
         acc.hinge_reg(Phi, y, K, "l2", lam=1.0, inner="cg")
     with pytest.raises(ValueError, match="for penalty 'l2' only"):

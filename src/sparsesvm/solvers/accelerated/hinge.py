@@ -8,7 +8,9 @@ result is the exact-hinge optimum to the stated tolerance.
 Four inner engines (option ``inner``; the default ``"auto"`` takes
 ``"cg"`` for l1 and l1inf, and for l12 with groups of at most
 :data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge
-rows L(K-1), ``"pdhg"`` for the other l12 problems; for l2 ``"qp"`` when
+rows L(K-1), or with groups of at most :data:`L12_CG_MAX_GROUP_WIDE` entries
+and at least :data:`L12_CG_GROUPS_PER_ROW` groups per hinge row, ``"pdhg"``
+for the other l12 problems; for l2 ``"qp"`` when
 L(K-1) <= :data:`QP_MAX_VARS`, M >= L (then the Gram matrix generically has
 full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
 
@@ -17,9 +19,11 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   the master is exact), unit l2 vectors on one group for l12 (the master
   is then a polyhedral inner approximation of the l12 ball, refined by
   each pricing round: measured, a certified 1e-9 gap in about 30 rounds
-  on leukemia with blocks of 5, but slower than PDHG for groups of 10 or
-  more entries, whose balls need many more directions, and for large
-  masters). The restricted master LP (variables: atom weights,
+  on leukemia with blocks of 5, and under a second on raw leukemia and
+  MNIST-like data with blocks of 9 and 10, where the groups far outnumber
+  the hinge rows; slower than PDHG for groups of 10 or more entries that are
+  not much more numerous than the rows, whose balls need many more
+  directions, and for large masters). The restricted master LP (variables: atom weights,
   biases, hinge values; rows: the L(K-1) hinge constraints, or above
   :data:`~sparsesvm.solvers.accelerated.colgen.ROWGEN_MIN_ROWS` of them
   a generated subset) is solved by
@@ -105,11 +109,19 @@ DEFAULTS = dict(
 
 #: inner="auto" takes column generation for l12 when a group has at most
 #: L12_CG_MAX_GROUP entries and the master has at most L12_CG_MAX_ROWS = L(K-1) rows;
-#: measured (benchmarks/bench_accelerated.py --penalties l12, --l12-groups): much
-#: faster than PDHG with groups of 5 and 76 or 400 rows, slower with groups of 10
-#: or 20, and with groups of 5 but 3800 rows
+#: measured (benchmarks/bench_l12_engines.py, News20-like): much faster than PDHG with
+#: groups of 5 and 76 or 400 rows, slower with groups of 10 or 20 when the groups are
+#: not much more numerous than the rows, and with groups of 5 but 3800 rows
 L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
+#: ... and also when a group has at most L12_CG_MAX_GROUP_WIDE entries and there are at
+#: least L12_CG_GROUPS_PER_ROW groups per hinge row: measured (benchmarks/bench_family.py,
+#: benchmarks/bench_l12_engines.py --real), column generation certifies 1e-5 in 0.01-0.5 s
+#: on raw leukemia with blocks of 9 and 10 (31 groups a row) where PDHG is not near it
+#: after 60 s, and 1e-4 in 0.3-1.0 s on MNIST-like data with blocks of 9 (16 a row)
+#: against 13-91 s; with 1 group a row (dense noisy problems, blocks of 10) PDHG wins
+L12_CG_MAX_GROUP_WIDE = 10
+L12_CG_GROUPS_PER_ROW = 8
 
 #: a restricted working-set problem whose certificate stays infinite (hinge-con: no
 #: feasible scaling of the iterate) for this many consecutive checks is abandoned
@@ -218,8 +230,11 @@ def _choose_inner(inner, geo, L, M, K):
         if geo.name in ("l1", "l1inf"):
             inner = "cg"
         elif geo.name == "l12":  # polyhedral atoms approximate small groups' balls well
-            small = geo.group_shape[1] <= L12_CG_MAX_GROUP and L * (K - 1) <= L12_CG_MAX_ROWS
-            inner = "cg" if small else "pdhg"
+            size, rows = geo.group_shape[1], L * (K - 1)
+            n_groups = geo.group_shape[0] * geo.group_shape[2]
+            small = size <= L12_CG_MAX_GROUP and rows <= L12_CG_MAX_ROWS
+            many = size <= L12_CG_MAX_GROUP_WIDE and n_groups >= L12_CG_GROUPS_PER_ROW * rows
+            inner = "cg" if small or many else "pdhg"
         else:  # the dual QP's Hessian has full rank (generically) when M >= L
             inner = ("qp" if highs.highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
                      else "dcd")
