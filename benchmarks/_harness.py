@@ -67,6 +67,8 @@ PACKAGE = {
     "scattering_layout": ("sparsesvm.data.features", "scattering_layout"),
     "save_features": ("sparsesvm.data.features", "save_features"),
     "load_features": ("sparsesvm.data.features", "load_features"),
+    "load_meta": ("sparsesvm.data.features", "load_meta"),
+    "core": ("sparsesvm.core", None),
     "balanced_subsets": ("sparsesvm.data.subsets", "balanced_subsets"),
     "best_alpha": ("sparsesvm.experiments.aggregate", "best_alpha"),
     "hinge_losses": ("sparsesvm.model.losses", "hinge_losses"),

@@ -104,6 +104,18 @@ def test_registered_family_serves_estimator_and_job(blob_features):
         assert calls == [18, 18] and est.stopping_ == "rel_change" and rec["solver"] == "counting"
         with pytest.raises(ValueError, match="does not support method 'square'"):
             SparseSVC(method="square", solver="counting").fit(X_tr, y_tr)
+        # a family offers single precision only for the methods it lists
+        with pytest.raises(ValueError, match=r"precision='single' is not available for method "
+                                             r"'hinge-reg' with solver 'counting'"):
+            core.check_params("hinge-reg", "l1", 1.0, 1e-3, 20, 100.0, "counting", "auto", False,
+                              "single")
+        estimators.register_solver("counting", {"hinge-reg": run}, ("rel_change",),
+                                   single=("hinge-reg",))
+        params = core.check_params("hinge-reg", "l1", 0.5, 1e-3, 50, 100.0, "counting", "auto",
+                                   False, "single")
+        assert params.precision == "single"
+        core.fit(params, X_tr, y_tr)
+        assert calls == [18, 18, 18]
     finally:
         del core.SOLVERS["counting"]
     with pytest.raises(ValueError, match="unknown solver 'counting'"):

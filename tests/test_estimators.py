@@ -138,6 +138,25 @@ def test_dense_sparse_float32_int_same_answer():
     np.testing.assert_allclose(b.decision_function(sp.csr_matrix(Xi)), a.decision_function(Xi))
 
 
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit"])
+def test_single_precision_fit(method):
+    """precision="single": float32 products, the same model to float32-level accuracy;
+    float32 input stays float32 for them; the default is "double" and unchanged."""
+    X, y = blobs(3)
+    X = X.astype(np.float32)
+    kw = dict(method=method, penalty="l1inf", groups=3, alpha=0.2, tol=1e-6, max_iter=3000)
+    a = SparseSVC(**kw).fit(X, y)
+    b = SparseSVC(precision="single", **kw).fit(X, y)
+    c = SparseSVC(precision="double", **kw).fit(X, y)
+    assert SparseSVC().get_params()["precision"] == "double"
+    np.testing.assert_array_equal(c.coef_, a.coef_)  # the default is "double"
+    assert (c.n_iter_, c.objective_) == (a.n_iter_, a.objective_)
+    assert b.coef_.dtype == np.float64 and b.intercept_.dtype == np.float64
+    assert b.objective_ == pytest.approx(a.objective_, rel=1e-4)
+    np.testing.assert_allclose(b.coef_, a.coef_, atol=1e-3 * np.abs(a.coef_).max())
+    np.testing.assert_array_equal(b.predict(X), a.predict(X))
+
+
 def test_binary_problem():
     X, y = blobs(4, K=2)
     clf = SparseSVC(method="hinge-reg", penalty="l1", alpha=0.3, **FAST).fit(X, y + 5)
@@ -175,6 +194,14 @@ def test_binary_problem():
     (dict(penalty="l1inf", groups=2.0), "groups"),
     (dict(method="ova", penalty="l12", groups="features"), "across-class"),
     (dict(reference_coef=np.zeros((3, 8))), "reference_coef"),
+    (dict(precision="half"), r"unknown precision 'half'; expected one of \('double', 'single'\)"),
+    (dict(precision=np.float32), "unknown precision"),
+    (dict(method="ova", precision="single"),
+     r"precision='single' is not available for method 'ova' with solver 'paper'"),
+    (dict(penalty="l2", solver="liblinear", precision="single"),
+     r"precision='single' is not available for method 'hinge-reg' with solver 'liblinear'"),
+    (dict(stopping="gap", solver="accelerated", precision="single"),
+     r"precision='single' is not available for method 'hinge-reg' with solver 'accelerated'"),
 ])
 def test_bad_parameters(params, match):
     X, y = blobs()

@@ -29,6 +29,7 @@ from .solvers.registry import (
     METHODS,
     OPTIONAL_SOLVERS,
     PENALTIES,
+    PRECISIONS,
     SOLVERS,
     lookup,
     register_solver,
@@ -39,6 +40,7 @@ __all__ = [
     "METHODS",
     "EXACT_HINGE",
     "PENALTIES",
+    "PRECISIONS",
     "SOLVERS",
     "OPTIONAL_SOLVERS",
     "register_solver",
@@ -95,6 +97,8 @@ class FitParams:
     trace : bool or int
     run : callable
         The fit function of ``(method, solver)`` (:func:`sparsesvm.solvers.registry.lookup`).
+    precision : {"double", "single"}
+        Precision of the products with the features (:data:`PRECISIONS`).
     """
 
     method: str
@@ -107,9 +111,11 @@ class FitParams:
     stopping: str
     trace: object
     run: object = field(repr=False, compare=False)
+    precision: str = "double"
 
 
-def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stopping, trace):
+def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stopping, trace,
+                 precision="double"):
     """Check the parameters of :class:`sparsesvm.SparseSVC` (all but ``groups``, which
     needs the data: :func:`check_groups`, and ``reference_coef``).
 
@@ -127,6 +133,10 @@ def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stop
     stopping : str
         ``"auto"`` or one of the family's rules.
     trace : bool or int >= 1
+    precision : {"double", "single"}, default="double"
+        Precision of the products with the features (:data:`PRECISIONS`);
+        ``"single"`` only for the methods the family lists under ``"single"``
+        (:data:`SOLVERS`).
 
     Returns
     -------
@@ -157,7 +167,16 @@ def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stop
     trace = _check_trace(trace)
     if trace and not family["trace"]:
         raise ValueError(f"solver {solver!r} records no convergence trace (trace={trace!r} given)")
-    return FitParams(method, penalty, alpha, tol, max_iter, step_ratio, solver, rule, trace, run)
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {tuple(PRECISIONS)}")
+    if precision != "double" and method not in family.get("single", ()):
+        single = family.get("single", ())
+        raise ValueError(
+            f"precision={precision!r} is not available for method {method!r} with solver {solver!r}: "
+            "it computes in float64 only; use precision='double'"
+            + (f" (solver {solver!r} offers precision={precision!r} for {single})" if single else ""))
+    return FitParams(method, penalty, alpha, tol, max_iter, step_ratio, solver, rule, trace, run,
+                     precision=precision)
 
 
 def check_label_types(y, owner="SparseSVC"):
@@ -290,7 +309,8 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
         From :func:`check_params`.
     X : ndarray or sparse matrix of shape (n_samples, n_features)
         Real, finite features (any real dtype; used as float64, CSR if sparse:
-        :class:`~sparsesvm.model.operator.MulticlassOperator` checks and converts).
+        :class:`~sparsesvm.model.operator.MulticlassOperator` checks and converts; with
+        ``params.precision="single"`` a float32 copy as well, for its products).
     y : array_like of shape (n_samples,)
         Labels of any sortable type; at least two classes.
     groups : None, int or "features"
@@ -338,7 +358,7 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
         if not np.all(np.isfinite(ref)):
             raise ValueError("reference_coef contains NaN or inf")
         reference = np.ascontiguousarray(ref.T)
-    op = MulticlassOperator(X, y_idx, K)
+    op = MulticlassOperator(X, y_idx, K, dtype=PRECISIONS[params.precision])
     pen = make_penalty(params.penalty, groups, M, K)
     res = params.run(op, pen, params.alpha, tol=params.tol, max_iter=params.max_iter,
                      step_ratio=params.step_ratio, trace=params.trace, reference=reference,

@@ -141,6 +141,16 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     reference_coef : array of shape (n_classes, n_features + 1), optional
         A reference solution ``[coef | intercept]`` (rows per class, classes
         in the order of ``classes_``) for the ``rel_dist`` trace entry.
+    precision : {"double", "single"}, default="double"
+        Precision of the two products with the features in each iteration
+        (:class:`~sparsesvm.model.operator.MulticlassOperator`'s ``dtype``):
+        ``"single"`` runs them in float32 (about half the cost of float64 ones on
+        dense features), while the iterates, the step sizes, the stopping
+        measure and everything accumulated stay float64, and ``objective_``,
+        ``constraint_violation_`` and ``rel_gap_`` are computed with float64
+        products. Only for ``solver="paper"`` with hinge-reg, hinge-con,
+        hinge-lin, square and logit (``fit`` refuses it for the others, naming
+        them); see the README, "Single precision", for what it changes.
 
     Attributes
     ----------
@@ -168,7 +178,9 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     -----
     Inputs: dense arrays or sparse matrices (converted to CSR); every input,
     float32 and integer included, is converted to float64 once in ``fit`` (the
-    solvers work in float64). ``coef_`` and ``intercept_`` are float64.
+    solvers work in float64; with ``precision="single"`` a float32 copy is kept
+    for the products, float32 input being kept as it is). ``coef_`` and
+    ``intercept_`` are float64.
 
     Binary problems (2 classes) use the same multiclass formulation with two
     columns, so ``coef_`` has shape (2, n_features); ``decision_function`` then
@@ -182,7 +194,7 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, method="hinge-reg", penalty="l1", groups=None, alpha=1.0, tol=1e-5,
                  max_iter=100000, step_ratio=_solvers.DEFAULT_STEP_RATIO, solver="paper",
-                 stopping="auto", trace=False, reference_coef=None):
+                 stopping="auto", trace=False, reference_coef=None, precision="double"):
         self.method = method
         self.penalty = penalty
         self.groups = groups
@@ -194,6 +206,7 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         self.stopping = stopping
         self.trace = trace
         self.reference_coef = reference_coef
+        self.precision = precision
 
     def fit(self, X, y):
         """Fit the model.
@@ -210,8 +223,12 @@ class SparseSVC(_LinearClassifierMixin, ClassifierMixin, BaseEstimator):
         self
         """
         params = _core.check_params(self.method, self.penalty, self.alpha, self.tol, self.max_iter,
-                                    self.step_ratio, self.solver, self.stopping, self.trace)
-        X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                                    self.step_ratio, self.solver, self.stopping, self.trace,
+                                    self.precision)
+        # float32 input stays float32 for single-precision products (the operator keeps
+        # both copies); anything else becomes float64
+        dtype = np.float64 if params.precision == "double" else [np.float64, np.float32]
+        X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=dtype,
                               ensure_min_samples=2)
         _core.check_label_types(y, "SparseSVC")
         check_classification_targets(y)

@@ -666,6 +666,10 @@ def test_run_job_liblinear_peer(tiny_features):
     ({"method": "ova", "penalty": "l12", "groups": "features"}, "across-class"),
     ({"solver": "magic"}, "unknown solver"),
     ({"stopping": "never"}, "stopping"),
+    ({"precision": "half"}, "unknown precision"),
+    ({"method": "ova", "precision": "single"}, "precision='single' is not available for method 'ova'"),
+    ({"method": "liblinear-cs", "penalty": "l2", "precision": "single"},
+     "precision='single' is not available for method 'hinge-reg' with solver 'liblinear'"),
     ({"method": "liblinear-cs", "penalty": "l1"}, "l2 problem only"),
     ({"subset_indices": np.array([0.5, 1.5])}, "integers"),
     ({"subset_indices": np.array([1, 1, 2])}, "repeated"),
@@ -680,6 +684,19 @@ def test_run_job_checks_parameters_before_reading(tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
         runner.run_job(**args)
     assert not missing.exists()
+
+
+def test_run_job_single_precision(tiny_features):
+    """precision="single" is recorded and gives the float64 job's model to float32 accuracy."""
+    d, _, _, Xte, yte = tiny_features
+    args = (d, None, "hinge-reg", "l1", None, 0.5, 1e-6, 3000)
+    a, ca = runner.run_job(*args)
+    b, cb = runner.run_job(*args, precision="single")
+    _check_record(b, cb, Xte, yte, 18)
+    assert (a["precision"], b["precision"]) == ("double", "single")
+    assert b["objective"] == pytest.approx(a["objective"], rel=1e-5)
+    assert b["test_errors"] == a["test_errors"] and b["nnz"] == a["nnz"]
+    np.testing.assert_allclose(cb, ca, atol=1e-4 * np.abs(ca).max())
 
 
 def test_run_job_checks_against_the_features(tiny_features):

@@ -109,8 +109,11 @@ def test_product_files_and_settings(cfg):
     assert e4[:2] == p.figures[3] and set(p.trace_files("e4")) <= set(e4)
     assert p.traces_table("e4") == f"{cfg['results']}/mnist/tables/e4_traces.csv"
     assert p.train_settings("e4", "hinge-reg+accelerated", "l1inf") == dict(
-        method="hinge-reg", groups=81, tol=1.0e-3, max_iter=200, solver="accelerated", stopping="gap")
+        method="hinge-reg", groups=81, tol=1.0e-3, max_iter=200, solver="accelerated", stopping="gap",
+        precision="double")
     assert p.train_settings("e1", "ova", "l12")["stopping"] == "rel_change"
+    _grid(cfg, "e2", 0).update(precision="single")  # hinge-reg
+    assert Plan(cfg).train_settings("e2", "hinge-reg", "l1inf")["precision"] == "single"
     assert p.downloads_of("news20") == {"tarball": f"{cfg['results']}/downloads/news20/20news-bydate.tar.gz"}
 
 
@@ -158,6 +161,12 @@ def _grid(cfg, exp_id, i=0):
          r"experiments\.e4\.grids\[2\]\.solver: 'accelerated' solves \[.*'hinge-reg'.*\] only, got method 'hinge-lin'"),
         (lambda c: _grid(c, "e4", 6).update(stopping="rel_change"),
          r"experiments\.e4\.grids\[6\]\.stopping: the accelerated solver stops on the certified gap"),
+        (lambda c: _grid(c, "e2", 4).update(precision="single"),
+         r"experiments\.e2\.grids\[4\]\.precision: 'single' is available for \[.*'hinge-reg'.*\] with "
+         r"solver 'paper' only, got method 'ova'"),
+        (lambda c: _grid(c, "e4", 6).update(precision="single"),
+         r"experiments\.e4\.grids\[6\]\.precision: solver 'accelerated' computes in float64 only "
+         r"\(method 'hinge-reg'\)"),
         (lambda c: _grid(c, "e5", 3).update(samples_per_class=[4]),
          r"experiments\.e5\.grids\[3\]\.samples_per_class: \[4\] not in experiments\.e5\.samples_per_class"),
         (lambda c: c["experiments"]["e1"].update(n_subsets=2),
@@ -177,7 +186,8 @@ def _grid(cfg, exp_id, i=0):
         (lambda c: c.update(mirror="/nonexistent/mirror"), r"mirror: '/nonexistent/mirror' is not a directory"),
     ],
     ids=["ova-features", "peer-l1", "l2-groups", "l12-no-groups", "two-groupings", "twice", "accelerated-method",
-         "accelerated-stopping", "grid-size", "whole-split-subsets", "leukemia-sizes", "mnist-no-sizes",
+         "accelerated-stopping", "single-ova", "single-accelerated", "grid-size",
+         "whole-split-subsets", "leukemia-sizes", "mnist-no-sizes",
          "trace-subsets", "trace-method", "download-folder", "download-twice", "mirror"],
 )
 def test_config_checks_name_the_key(cfg, edit, message):

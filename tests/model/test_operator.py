@@ -184,3 +184,87 @@ def test_power_norm_of_a_map_on_matrices_and_of_zero():
     est = power_norm(lambda X: B @ X, lambda U: B.T @ U, (4, 3), max_iter=5000, tol=1e-13)
     assert est == pytest.approx(np.linalg.norm(B, 2), rel=1e-9)
     assert power_norm(lambda x: 0.0 * x, lambda u: 0.0 * u, (5,)) == 0.0
+
+
+# --------------------------------------------------------------------------- #
+# float32 products (dtype=numpy.float32)
+# --------------------------------------------------------------------------- #
+def numpy_products(Phi, y, K, X, Y):
+    """``T X`` and ``T^T Y`` from the definition, in float64 numpy, independent of the operator."""
+    P = Phi.toarray() if sp.issparse(Phi) else np.asarray(Phi, np.float64)
+    L = P.shape[0]
+    S = P @ X[:-1] + X[-1]
+    TX = S - S[np.arange(L), y][:, None]
+    G = Y.copy()
+    G[np.arange(L), y] -= Y.sum(axis=1)
+    return TX, np.vstack([P.T @ G, G.sum(axis=0)]), P
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_products_agree_with_float64_to_float32_accuracy(sparse):
+    L, M, K = 40, 300, 6
+    Phi, y = make_problem(L, M, K, seed=4, density=0.2 if sparse else None)
+    Phi = Phi.astype(np.float32)  # stored single, as the MNIST features
+    op = MulticlassOperator(Phi, y, K, dtype=np.float32)
+    assert op.dtype == np.float32 and op.double().dtype == np.float64
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(M + 1, K))
+    Y = rng.normal(size=(L, K))
+    TX_ref, TtY_ref, P = numpy_products(Phi, y, K, X, Y)
+    TX, TtY = op.T(X), op.T_adjoint(Y)
+    # float64 results (what the solvers and the compiled kernels take), C-ordered
+    for A in (TX, TtY, op.scores(X)):
+        assert A.dtype == np.float64 and A.flags.c_contiguous
+    # error bound of a float32 product: a few units of float32 rounding times the sum of |terms|
+    eps = np.finfo(np.float32).eps
+    TX_bound = 2 * (np.abs(P) @ np.abs(X[:-1])).max() * eps * 8
+    assert np.abs(TX - TX_ref).max() <= TX_bound
+    assert np.abs(TX - TX_ref).max() > 0  # the products did run in float32
+    G = np.abs(Y) + np.abs(Y).sum(axis=1, keepdims=True)
+    assert np.abs(TtY[:-1] - TtY_ref[:-1]).max() <= (np.abs(P).T @ G).max() * eps * 8
+    # the bias row and the true-class zeros stay exact float64
+    np.testing.assert_allclose(TtY[-1], TtY_ref[-1], rtol=1e-13, atol=1e-13)
+    assert np.all(TX[np.arange(L), y] == 0.0)
+    # adjoint identity to float32 accuracy
+    np.testing.assert_allclose(np.vdot(TX, Y), np.vdot(X, TtY), rtol=1e-5)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_operator_keeps_float64_for_everything_else(sparse):
+    L, M, K = 30, 50, 4
+    Phi, y = make_problem(L, M, K, seed=5, density=0.3 if sparse else None)
+    op64 = MulticlassOperator(Phi, y, K)
+    op32 = MulticlassOperator(Phi, y, K, dtype="float32")
+    # Phi, the norms and the Gram matrix are float64, identical to the default operator's
+    assert op32.Phi.dtype == np.float64
+    assert op32.norm(method="power") == op64.norm(method="power")
+    assert op32.exact_norm() == op64.exact_norm()
+    np.testing.assert_array_equal(op32.gram(), op64.gram())
+    # double(): the float64 products of the default operator, bit for bit
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(M + 1, K)), rng.normal(size=(L, K))
+    exact = op32.double()
+    assert exact.double() is exact and exact.Phi is op32.Phi
+    np.testing.assert_array_equal(exact.T(X), op64.T(X))
+    np.testing.assert_array_equal(exact.T_adjoint(Y), op64.T_adjoint(Y))
+
+
+def test_default_operator_is_float64_and_its_own_double():
+    Phi, y = make_problem(10, 6, 3, seed=1)
+    op = MulticlassOperator(Phi.astype(np.float32), y, 3)
+    assert op.dtype == np.float64 and op.double() is op
+    assert not hasattr(op, "_Phi32")  # no float32 copy unless asked
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int32, "double-ish", None])
+def test_bad_dtype_is_refused(dtype):
+    Phi, y = make_problem(10, 6, 3, seed=1)
+    with pytest.raises(ValueError, match="dtype .*float64 or float32"):
+        MulticlassOperator(Phi, y, 3, dtype=dtype)
+
+
+def test_float32_refuses_features_beyond_its_range():
+    Phi, y = make_problem(10, 6, 3, seed=1)
+    Phi[0, 0] = 1e39
+    with pytest.raises(ValueError, match="float32 range"):
+        MulticlassOperator(Phi, y, 3, dtype=np.float32)

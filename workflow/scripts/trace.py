@@ -24,8 +24,8 @@ alpha = float(best["alpha"].iloc[0])
 print(f"{w.method} {w.penalty} L~{w.L}: best alpha by test error = {alpha!r}", file=sys.stderr)
 
 subset = np.load(snakemake.input.subset) if w.L != "all" else None  # noqa: F821
-common = dict(solver=s["solver"], stopping=s["stopping"], dataset=w.dataset, experiment=w.experiment,
-              subset=int(w.subset), samples_per_class=None if w.L == "all" else int(w.L[:-1]))
+common = dict(solver=s["solver"], stopping=s["stopping"], precision=s["precision"], dataset=w.dataset,
+              experiment=w.experiment, subset=int(w.subset), samples_per_class=None if w.L == "all" else int(w.L[:-1]))
 reference, coef_inf = run_job(snakemake.input.features, subset, s["method"], w.penalty, s["groups"], alpha,  # noqa: F821
                               snakemake.params.reference_tol, s["max_iter"], **common)  # noqa: F821
 record, _ = run_job(snakemake.input.features, subset, s["method"], w.penalty, s["groups"], alpha,  # noqa: F821

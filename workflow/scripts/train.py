@@ -23,6 +23,7 @@ record, _ = run_job(
     s["max_iter"],
     solver=s["solver"],
     stopping=s["stopping"],
+    precision=s["precision"],
     dataset=w.dataset,
     experiment=w.experiment,
     subset=int(w.subset),

@@ -22,7 +22,7 @@ fold = cv.stratified_folds(y, snakemake.params.folds, [snakemake.params.seed, in
 k = int(w.fold)
 record, coef_full = run_job(fdir, idx[fold != k], s["method"], w.penalty, s["groups"], float(w.alpha),
                             s["tol"], s["max_iter"], solver=s["solver"], stopping=s["stopping"],
-                            dataset=w.dataset, experiment=w.experiment, subset=int(w.subset))
+                            precision=s["precision"], dataset=w.dataset, experiment=w.experiment, subset=int(w.subset))
 X_val, y_val = features.load_features(fdir, "train", indices=idx[fold == k])
 record["val_errors"] = cv.validation_errors(coef_full, X_val, y_val, np.unique(y[fold != k]))
 record["n_val"] = int(y_val.shape[0])

@@ -199,6 +199,17 @@ def _check_grid(gwhere, exp, grid):
         raise ConfigError(f"{gwhere}.groups: {exc}") from None
     if method == "liblinear-cs" and pen != "l2":
         raise ConfigError(f"{gwhere}.method: 'liblinear-cs' solves the l2 problem only, got penalty {pen!r}")
+    precision = grid.get("precision", "double")
+    if precision != "double":
+        from ..solvers.registry import solver_family
+
+        single = () if method == "liblinear-cs" else solver_family(solver).get("single", ())
+        if not single:
+            raise ConfigError(f"{gwhere}.precision: solver {solver!r} computes in float64 only "
+                              f"(method {method!r}); use 'double'")
+        if method not in single:
+            raise ConfigError(f"{gwhere}.precision: {precision!r} is available for {list(single)} with "
+                              f"solver {solver!r} only, got method {method!r}")
 
 
 def _check_trace(where, exp):
@@ -450,7 +461,7 @@ class Plan:
         grid = next(g for g in exp["grids"] if g["penalty"] == penalty and _grid_label(exp, g) == method_label)
         solver, stopping = grid_solver(exp, grid)
         return dict(method=grid["method"], groups=grid["groups"], tol=exp["tol"], max_iter=exp["max_iter"],
-                    solver=solver, stopping=stopping)
+                    solver=solver, stopping=stopping, precision=grid.get("precision", "double"))
 
     def subset_sizes(self, dataset):
         """Samples-per-class values of every configured experiment on a dataset, with their subset counts.

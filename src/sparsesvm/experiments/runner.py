@@ -65,7 +65,7 @@ RECORD_FIELDS = (
     "n_features", "n_classes", "n_test", "test_errors", "test_error_pct",
     "nnz_per_class", "nnz", "n_weights", "zero_weights_pct", "n_weights_above_1e-5",
     "fit_time_s", "fit_wall_time_s", "n_iter", "objective", "constraint_violation",
-    "converged", "rel_gap", "tol", "max_iter", "solver", "stopping", "sparsesvm_version",
+    "converged", "rel_gap", "tol", "max_iter", "solver", "stopping", "precision", "sparsesvm_version",
     "source_hash",
 )
 
@@ -201,7 +201,8 @@ def _check_subset(subset_indices):
 
 
 def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, max_iter,
-            solver="paper", stopping="rel_change", trace=False, reference_coef=None, **meta):
+            solver="paper", stopping="rel_change", trace=False, reference_coef=None,
+            precision="double", **meta):
     """Fit one model on a training subset and evaluate it on the whole test split.
 
     Parameters
@@ -236,6 +237,8 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         Reference solution passed to :class:`sparsesvm.SparseSVC` so that the trace
         carries ``rel_dist`` = ||X_i - X_inf|| / ||X_inf|| (E4), in the layout
         returned by this function as ``coef_full``.
+    precision : {"double", "single"}
+        :class:`sparsesvm.SparseSVC`'s ``precision`` (recorded as ``precision``).
     **meta
         Extra fields copied into the record (JSON-serialisable), e.g.
         ``dataset``, ``experiment``, ``subset`` (default 0), ``L``. ``L`` is
@@ -261,7 +264,7 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
         does not match.
     """
     groups, params, idx, trace = _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping,
-                                            trace, subset_indices, meta)
+                                            trace, subset_indices, meta, precision)
     X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
     n_train = int(np.shape(y_train)[0])
     model, clocks = _fit(params, X_train, y_train, groups, reference_coef)
@@ -272,7 +275,8 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     coef = np.asarray(model.coef, dtype=np.float64)
     coef_full = np.hstack([coef, np.asarray(model.intercept, dtype=np.float64).reshape(-1)[:, None]])
     record = _record(model, coef, errors, meta, clocks=clocks, method=method, penalty=penalty, groups=groups,
-                     alpha=alpha, tol=tol, max_iter=max_iter, solver=params.solver)
+                     alpha=alpha, tol=tol, max_iter=max_iter, solver=params.solver,
+                     precision=params.precision)
     if trace:
         if not model.trace:
             raise ValueError(f"the estimator returned no trace for method {method!r}")
@@ -307,7 +311,8 @@ def _test_errors(model, features_dir):
     return int(y_test.shape[0]), int(np.count_nonzero(model.predict(X_test) != y_test))
 
 
-def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, trace, subset_indices, meta):
+def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, trace, subset_indices, meta,
+               precision="double"):
     """The checks of :func:`run_job` before the features are read.
 
     Returns
@@ -338,14 +343,15 @@ def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, 
     # the checks of SparseSVC, before the features are read (groups <= M is checked in fit)
     groups = _core.check_groups(penalty, groups, None, method)
     params = _core.check_params(method, penalty, alpha, tol, max_iter, DEFAULT_STEP_RATIO,
-                                solver, stopping, trace)
+                                solver, stopping, trace, precision)
     for key in ("trace", "coef_full"):
         if key in meta:
             raise ValueError(f"meta field {key!r} is reserved")
     return groups, params, idx, trace
 
 
-def _record(model, coef, errors, meta, *, clocks, method, penalty, groups, alpha, tol, max_iter, solver):
+def _record(model, coef, errors, meta, *, clocks, method, penalty, groups, alpha, tol, max_iter, solver,
+            precision="double"):
     """The record of one job (see :func:`run_job`); ``meta``'s extra fields come last.
 
     ``errors`` holds ``n_train``, ``train_errors``, ``n_test``, ``test_errors``;
@@ -382,6 +388,7 @@ def _record(model, coef, errors, meta, *, clocks, method, penalty, groups, alpha
         "max_iter": int(max_iter),
         "solver": solver,
         "stopping": model.stopping,
+        "precision": precision,
         "sparsesvm_version": sparsesvm.__version__,
         "source_hash": sparsesvm.source_hash(),
     }

@@ -13,13 +13,15 @@ of ones), and a CSR ``Phi`` is never densified.
 
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
 
 from .._sparse import issparse
 
-__all__ = ["MulticlassOperator", "power_norm", "EXACT_NORM_MAX_SIZE", "MAX_NORM"]
+__all__ = ["MulticlassOperator", "power_norm", "check_double", "EXACT_NORM_MAX_SIZE", "MAX_NORM",
+           "PRODUCT_DTYPES"]
 
 #: ``MulticlassOperator.norm`` computes ``||T||`` exactly (eigenvalues of the
 #: (L K) x (L K) matrix ``T T^T``) up to this ``n_samples * n_classes``, by power
@@ -28,6 +30,9 @@ EXACT_NORM_MAX_SIZE = 600
 #: Largest ``||T||`` the solvers can use: their step sizes and Lipschitz constants hold
 #: ``||T||**2`` times ``1/alpha``, which must stay finite in float64 (max ~1.8e308).
 MAX_NORM = 1e150
+#: Precisions of the products with ``Phi`` that :class:`MulticlassOperator` offers
+#: (its ``dtype``): float64 (the default) or float32.
+PRODUCT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 def power_norm(matvec, rmatvec, shape, *, max_iter=200, tol=1e-6, rng=None):
@@ -157,6 +162,39 @@ def _as_float64(A, shape, name, shape_name):
     return A
 
 
+def _check_dtype(dtype):
+    """``dtype`` as one of :data:`PRODUCT_DTYPES`; ValueError naming the choices otherwise."""
+    try:
+        dt = None if dtype is None else np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or not any(dt == d for d in PRODUCT_DTYPES):
+        raise ValueError(f"dtype (the precision of the products with Phi) must be float64 or float32, "
+                         f"got {dtype!r}")
+    return dt
+
+
+def check_double(op, owner):
+    """Refuse an operator whose products with ``Phi`` are not float64.
+
+    For solvers that compute with ``op`` directly and offer no single precision.
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+    owner : str
+        The solver named in the error message.
+
+    Raises
+    ------
+    ValueError
+        If ``op.dtype`` is not float64.
+    """
+    if op.dtype != np.float64:
+        raise ValueError(f"{owner} computes in float64 only; got an operator with {op.dtype} products "
+                         "(build it with dtype=numpy.float64, the default)")
+
+
 class MulticlassOperator:
     """Operator ``T`` of the multiclass hinge loss for features ``Phi``.
 
@@ -170,12 +208,17 @@ class MulticlassOperator:
         Class index ``z_l`` in ``0 .. n_classes - 1`` of every sample.
     n_classes : int
         Number of classes K >= 2.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Precision of the two products with ``Phi`` in :meth:`T`, :meth:`T_adjoint`
+        and :meth:`scores` (see Notes). Everything else is float64.
 
     Attributes
     ----------
     Phi : ndarray or scipy.sparse.csr_matrix, shape (L, M)
-        The stored feature matrix (float64). For sparse input a CSR copy of
-        ``Phi.T`` is kept as well (faster adjoint products).
+        The stored feature matrix (float64, whatever ``dtype``). For sparse input
+        a CSR copy of ``Phi.T`` is kept as well (faster adjoint products).
+    dtype : numpy.dtype
+        Precision of the products with ``Phi`` (float64 or float32).
     y_idx : ndarray of int64, shape (L,)
     n_samples, n_features, n_classes : int
         L, M, K.
@@ -189,14 +232,28 @@ class MulticlassOperator:
     ValueError
         If ``Phi`` is not 2-D, is empty, contains NaN/inf or is not numeric;
         if ``y_idx`` has the wrong length, is not integer or is out of range;
-        if ``n_classes < 2``.
+        if ``n_classes < 2``; if ``dtype`` is neither float64 nor float32.
 
     Notes
     -----
-    dtype: all computations are in float64. A float32 (or integer) ``Phi`` is
-    converted to float64 once at construction, so that the products inside the
-    solver loop never copy ``Phi``; pass float64 parameters to avoid per-call
-    conversions of ``X`` and ``Y`` (arrays of other dtypes are converted).
+    dtype: by default all computations are in float64. A float32 (or integer)
+    ``Phi`` is converted to float64 once at construction, so that the products
+    inside the solver loop never copy ``Phi``; pass float64 parameters to avoid
+    per-call conversions of ``X`` and ``Y`` (arrays of other dtypes are converted).
+
+    With ``dtype=numpy.float32`` a float32 copy of ``Phi`` is stored as well (for
+    dense ``Phi`` 1.5 times the memory of the float64 one alone) and the two
+    products with it run in float32: ``X[:-1]`` (resp. ``G`` below) is rounded to
+    float32 once per product, the float32 product is converted back, and the
+    biases, the true-class shift, ``G`` and the bias row ``1^T G`` are float64.
+    The results are float64 arrays with the relative accuracy of a float32
+    product (about ``1e-7`` times the size of the terms). Everything that is
+    not one of these two products stays float64: :meth:`norm`,
+    :meth:`exact_norm` and :meth:`gram` use the float64 ``Phi`` (so do the
+    solvers' step sizes), and :meth:`double` gives the same operator with
+    float64 products, for the objective and the certificate of a returned point.
+    For features stored as float32 the float64 ``Phi`` is their exact value, so
+    :meth:`double` computes exactly what a ``dtype=numpy.float64`` operator does.
 
     ``T`` is the composition of ``X -> S = [Phi 1] X`` and the map
     ``S -> S - S[:, z] 1^T`` row by row, i.e. ``(I - 1 e_{z_l}^T)`` on row l,
@@ -204,7 +261,8 @@ class MulticlassOperator:
     ``||T|| <= ||I - 1 e_z^T|| * ||[Phi 1]|| = sqrt(K) * ||[Phi 1]||``.
     """
 
-    def __init__(self, Phi, y_idx, n_classes):
+    def __init__(self, Phi, y_idx, n_classes, *, dtype=np.float64):
+        dtype = _check_dtype(dtype)
         if isinstance(n_classes, bool) or not isinstance(n_classes, numbers.Integral):
             raise ValueError(f"n_classes must be an integer, got {n_classes!r}")
         if n_classes < 2:
@@ -242,6 +300,39 @@ class MulticlassOperator:
         self.norm_ = None
         self._norm_cache = {}
         self._gram = None
+        self.dtype = np.dtype(np.float64)
+        self._double = self
+        if dtype != np.float64:
+            self._set_single()
+
+    def _set_single(self):
+        """Products with a float32 copy of ``Phi`` (the float64 one kept, see the Notes)."""
+        double = copy.copy(self)  # the float64 products, sharing Phi and the norm cache
+        double._double = double
+        self.dtype = np.dtype(np.float32)
+        self._double = double
+        if self._sparse:
+            # without the row of ones: the bias row stays float64 (computed apart)
+            with np.errstate(over="ignore"):
+                self._Phi32 = self.Phi.astype(np.float32)
+            self._PhiT32 = self._Phi32.T.tocsr()
+        else:
+            with np.errstate(over="ignore"):
+                self._Phi32 = np.ascontiguousarray(self.Phi, dtype=np.float32)
+        if not np.all(np.isfinite(self._Phi32.data if self._sparse else self._Phi32)):
+            raise ValueError("Phi has entries beyond the float32 range (about 3.4e38 in absolute "
+                             "value): use dtype=numpy.float64")
+
+    def double(self):
+        """The same operator with float64 products (``self`` when ``dtype`` is float64).
+
+        Shares ``Phi``, the labels, ``R`` and the cache of :meth:`norm` with ``self``.
+
+        Returns
+        -------
+        MulticlassOperator
+        """
+        return self._double
 
     # ------------------------------------------------------------------ #
     def _check_X(self, X):
@@ -263,6 +354,11 @@ class MulticlassOperator:
         S : ndarray, shape (n_samples, n_classes)
         """
         X = self._check_X(X)
+        if self.dtype == np.float32:
+            W = X[:-1].astype(np.float32)  # the iterate rounded once per product
+            S = np.asarray(self._Phi32 @ W).astype(np.float64)
+            S += X[-1]
+            return S
         if self._sparse:
             return np.asarray(self._Phi1 @ X)
         S = self.Phi @ X[:-1]
@@ -301,10 +397,14 @@ class MulticlassOperator:
         Y = self._check_Y(Y)
         G = Y.copy()
         G[self._rows, self.y_idx] -= Y.sum(axis=1)
-        if self._sparse:
-            return np.asarray(self._PhiT1 @ G)
         out = np.empty((self.n_features + 1, self.n_classes))
-        np.matmul(self.Phi.T, G, out=out[:-1])
+        if self.dtype == np.float32:
+            G32 = G.astype(np.float32)  # rounded once per product
+            out[:-1] = self._PhiT32 @ G32 if self._sparse else self._Phi32.T @ G32
+        elif self._sparse:
+            return np.asarray(self._PhiT1 @ G)
+        else:
+            np.matmul(self.Phi.T, G, out=out[:-1])
         out[-1] = G.sum(axis=0)
         return out
 
@@ -363,7 +463,8 @@ class MulticlassOperator:
         else:
             raise ValueError(f"rng must be None, an int seed or a numpy Generator, got {rng!r}")
 
-        est = power_norm(self.T, self.T_adjoint, (self.n_features + 1, self.n_classes),
+        exact = self.double()  # float64 products, whatever dtype
+        est = power_norm(exact.T, exact.T_adjoint, (self.n_features + 1, self.n_classes),
                          max_iter=int(max_iter), tol=tol, rng=gen)
         est = self._usable(est)
         self.norm_ = est
@@ -391,6 +492,8 @@ class MulticlassOperator:
         ndarray, shape (n_samples, n_samples)
             Read-only (shared by :meth:`exact_norm` and the solvers that use it).
         """
+        if self._double is not self:
+            return self._double.gram()  # one Gram matrix for both precisions
         if self._gram is None:
             G = self.Phi @ self.Phi.T
             G = G.toarray() if self._sparse else np.asarray(G)

@@ -357,13 +357,15 @@ class Stopper:
         self.kw = {"lam": lam, "eta": eta}
         self.check = GapCheck(self.rel_gap)
 
-    def rel_gap(self, X, Y, TX):
+    def rel_gap(self, X, Y, TX, op=None):
         """Certified relative gap; for the constrained forms, when no scaling
         of X is feasible, the relative KKT measure ``max(|g(X) - D| / D,
-        violation / eta)`` (PDLP-style: gap at X plus relative infeasibility)."""
+        violation / eta)`` (PDLP-style: gap at X plus relative infeasibility).
+        ``op``: another operator for the same problem (default: the loop's)."""
         from ..model.certificates import certify
 
-        res = certify(*self.args, X, Y, TX=TX, **self.kw)
+        method, own, penalty = self.args
+        res = certify(method, own if op is None else op, penalty, X, Y, TX=TX, **self.kw)
         eta = self.kw["eta"]
         if np.isfinite(res.rel_gap) or eta is None:
             return float(res.rel_gap)
@@ -375,6 +377,19 @@ class Stopper:
         if not self.gap:
             return rel <= tol
         return self.check(it, tol, X, Y, TX)
+
+    def final(self, it, X, Y, TX):
+        """The certified gap of the returned point ``(X, Y)``, ``TX = T X``.
+
+        With float64 products, the rule's last value when it computed one at ``it``;
+        with float32 products (``op.dtype``), computed again with float64 ones
+        (:meth:`~sparsesvm.model.operator.MulticlassOperator.double`; ``TX`` must then
+        come from them), so that the certificate does not depend on the precision.
+        """
+        exact = self.args[1].double()
+        if exact is self.args[1]:
+            return self.check.final(it, X, Y, TX)
+        return self.rel_gap(X, Y, TX, op=exact)
 
 
 # --------------------------------------------------------------------------- #
@@ -478,6 +493,19 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, 
     SolverResult
         ``objective`` and ``constraint_violation`` from ``dual``; ``rel_gap``
         from :class:`Stopper` (after the clock stops).
+
+    Notes
+    -----
+    Precision: the loop computes with the operator as given. With float32
+    products (``op.dtype``, :class:`~sparsesvm.model.operator.MulticlassOperator`),
+    only ``T X`` and ``T^T Y`` are rounded to float32 accuracy; the iterates, the
+    step sizes (``||T||`` in float64), the stopping measure and the dual updates stay
+    float64 (the compiled kernels take the float64 results). The objective, the
+    violation and the certified gap of the returned point, and the objectives of the
+    trace, are computed with float64 products (:meth:`~sparsesvm.model.operator.
+    MulticlassOperator.double`, after the clock stops, or with it paused), so they
+    compare across precisions; the gap of ``stopping="gap"`` inside the loop uses the
+    loop's products.
     """
     op, penalty = dual.op, dual.penalty
     check_common(tol, max_iter, step_ratio)
@@ -497,6 +525,10 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, 
     Y = np.zeros((op.n_samples, op.n_classes))
     TX = np.zeros_like(Y)
     tr = Trace(every, reference, stop.gap) if every else None
+    objective = dual.objective
+    if op.double() is not op:  # float32 products: the trace's objectives with float64 ones
+        def objective(X, TX):
+            return dual.objective(X, op.double().T(X))
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
@@ -505,9 +537,11 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, 
         X, TX = Xn, TXn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):
-            tr.record(clock, it, rel, X, dual.objective, TX, gap=stop.check.at(it))
+            tr.record(clock, it, rel, X, objective, TX, gap=stop.check.at(it))
         if converged or (max_time is not None and clock.elapsed() > max_time):
             break
     fit_time = clock.stop()
+    if op.double() is not op:  # float32 products: the returned point's T X in float64
+        TX = op.double().T(X)
     return SolverResult(X, it, converged, dual.objective(X, TX), dual.violation(TX), fit_time,
-                        tr.result() if tr else None, stop.check.final(it, X, Y, TX))
+                        tr.result() if tr else None, stop.final(it, X, Y, TX))

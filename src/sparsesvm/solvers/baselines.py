@@ -214,6 +214,10 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     Each iteration does one ``T`` (at the extrapolated point) and one ``T^T``.
     ``stopping="gap"``: the certified relative gap of X (``method``'s
     certificate) ``<= tol``, checked every :data:`~sparsesvm.solvers._loop.GAP_CHECK_EVERY` iterations.
+    With float32 products (``op.dtype``) only the iteration's ``T V`` and ``T^T P`` are
+    float32; the step (``||T||``), the objectives (trace and result) and the gap are
+    computed in float64 (:meth:`~sparsesvm.model.operator.MulticlassOperator.double`,
+    ``op.Phi``), as in :func:`sparsesvm.solvers._loop.primal_dual`.
     """
     check_common(tol, max_iter)
     check_stopping(stopping)
@@ -222,8 +226,10 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     every = trace_every(trace)
     R = op.R
 
+    exact = op.double()  # float32 products (op.dtype): the objectives with float64 ones
+
     def objective(X):
-        return penalty.value(X) + lam * loss_fn(op.T(X), R)
+        return penalty.value(X) + lam * loss_fn(exact.T(X), R)
 
     gap = GapCheck(lambda X: _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
     forward = _ForwardStep(op, penalty, lam)  # compiles or loads the kernel: before the clock

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
+
 from ..model.penalties import PENALTIES
 from .baselines import hinge_lin, liblinear_cs, logit, ova, square
 from .paper import hinge_con, hinge_reg
@@ -36,6 +38,7 @@ __all__ = [
     "EXACT_HINGE",
     "CONSTRAINED",
     "PENALTIES",
+    "PRECISIONS",
     "SOLVERS",
     "OPTIONAL_SOLVERS",
     "model_parameters",
@@ -49,6 +52,9 @@ METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
 EXACT_HINGE = ("hinge-reg", "hinge-con", "hinge-lin")
 #: methods of the constrained problem ``min g(X) s.t. loss(X) <= eta``
 CONSTRAINED = ("hinge-con", "hinge-lin")
+#: ``SparseSVC(precision=...)``: the dtype of the operator's products with Phi
+#: (:class:`sparsesvm.model.operator.MulticlassOperator`); ``"double"`` first (the default)
+PRECISIONS = {"double": np.float64, "single": np.float32}
 
 
 def model_parameters(method, alpha, n_samples):
@@ -103,9 +109,10 @@ def _liblinear_run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, refe
 
 
 #: ``SOLVERS[solver] = {"methods": {method: run}, "stopping": (rules...),
-#: "penalties": (names...), "trace": bool}``: the methods, the stopping rules
-#: (default first), the penalties its methods fit and whether they record a
-#: convergence trace;
+#: "penalties": (names...), "trace": bool, "single": (methods...)}``: the methods,
+#: the stopping rules (default first), the penalties its methods fit, whether they
+#: record a convergence trace and the methods that compute with an operator of
+#: float32 products (``precision="single"``; every method takes ``"double"``);
 #: ``run(op, penalty, alpha, *, tol, max_iter, step_ratio, trace, reference,
 #: stopping) -> SolverResult`` with ``op`` a :class:`MulticlassOperator`
 #: (``op.Phi``, ``op.y_idx``, ``op.n_classes`` for methods that need the raw
@@ -123,9 +130,11 @@ SOLVERS = {
         "stopping": ("rel_change", "gap"),
         "penalties": PENALTIES,
         "trace": True,
+        # the loops whose products with Phi are the operator's (ova makes its own)
+        "single": ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit"),
     },
     "liblinear": {"methods": {"hinge-reg": _liblinear_run}, "stopping": ("liblinear",),
-                  "penalties": ("l2",), "trace": False},
+                  "penalties": ("l2",), "trace": False, "single": ()},
 }
 
 #: Optional families: ``{name: (module, ...)}``; the modules register the family's
@@ -137,7 +146,7 @@ OPTIONAL_SOLVERS = {"accelerated": ("sparsesvm.solvers.accelerated.hinge",
                                     "sparsesvm.solvers.accelerated.smooth")}
 
 
-def register_solver(name, methods, stopping, *, penalties=PENALTIES, trace=True):
+def register_solver(name, methods, stopping, *, penalties=PENALTIES, trace=True, single=()):
     """Add a solver family usable as ``SparseSVC(solver=name)``, or add methods to it.
 
     Parameters
@@ -153,6 +162,10 @@ def register_solver(name, methods, stopping, *, penalties=PENALTIES, trace=True)
         Penalties its methods fit (a new family only).
     trace : bool, default=True
         Whether its methods record a convergence trace (a new family only).
+    single : tuple of str, default=()
+        The methods of ``methods`` that compute with the operator's float32
+        products when given one (``precision="single"``, :data:`PRECISIONS`);
+        the others are refused that precision.
 
     Raises
     ------
@@ -164,10 +177,12 @@ def register_solver(name, methods, stopping, *, penalties=PENALTIES, trace=True)
         if SOLVERS[name]["stopping"] != stopping:
             raise ValueError(f"solver family {name!r} has stopping rules {SOLVERS[name]['stopping']}, "
                              f"cannot add methods with {stopping}")
-        SOLVERS[name]["methods"].update(methods)
+        entry = SOLVERS[name]
+        entry["methods"].update(methods)
+        entry["single"] = tuple(m for m in entry["single"] if m not in methods) + tuple(single)
         return
     SOLVERS[name] = {"methods": dict(methods), "stopping": stopping, "penalties": tuple(penalties),
-                     "trace": bool(trace)}
+                     "trace": bool(trace), "single": tuple(single)}
 
 
 _LOADED = set()

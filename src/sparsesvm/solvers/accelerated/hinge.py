@@ -84,7 +84,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
-from ...model.operator import MulticlassOperator
+from ...model.operator import MulticlassOperator, check_double
 from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
 from . import highs
@@ -357,6 +357,7 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
            reference=None):
     """Shared driver; ``problem`` is a MulticlassOperator or a tuple (Phi, y_idx, n_classes)."""
     op = problem if isinstance(problem, MulticlassOperator) else _operator(*problem)
+    check_double(op, "solver 'accelerated'")
     if not tol > 0:
         raise ValueError(f"tol must be > 0, got {tol}")
     if int(max_iter) < 1:

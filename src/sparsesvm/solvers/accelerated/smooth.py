@@ -61,6 +61,7 @@ import numpy as np
 
 from ..._sparse import issparse
 from ...model.certificates import SMOOTH_METHODS, smooth_gap_scores
+from ...model.operator import check_double
 from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
 from . import smooth_qp
@@ -734,6 +735,7 @@ def _estimator_adapter(method):
 
         if stopping != "gap":
             raise ValueError(f"solver 'accelerated' supports stopping='gap' only, got {stopping!r}")
+        check_double(op, "solver 'accelerated'")
         _, lam = model_parameters(method, alpha, op.n_samples)
         r = solve(method, op.Phi, op.y_idx, op.n_classes, penalty, lam, tol=tol,
                   max_iter=max_iter, trace=bool(trace), reference=reference)
