@@ -115,13 +115,15 @@ DEFAULTS = dict(
 L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
 #: ... and also when a group has at most L12_CG_MAX_GROUP_WIDE entries and there are at
-#: least L12_CG_GROUPS_PER_ROW groups per hinge row: measured (benchmarks/bench_family.py,
-#: benchmarks/bench_l12_engines.py --real), column generation certifies 1e-5 in 0.01-0.5 s
-#: on raw leukemia with blocks of 9 and 10 (31 groups a row) where PDHG is not near it
-#: after 60 s, and 1e-4 in 0.3-1.0 s on MNIST-like data with blocks of 9 (16 a row)
-#: against 13-91 s; with 1 group a row (dense noisy problems, blocks of 10) PDHG wins
+#: least L12_CG_GROUPS_PER_ROW groups per hinge row: measured (benchmarks/bench_l12_engines.py
+#: --real --cap 30), column generation certifies 1e-5 in 0.04-0.4 s on raw leukemia with
+#: blocks of 9 and 10 (28-31 groups a row) where PDHG is not near it after 30 s, and 1e-4
+#: in 0.01-2.3 s on MNIST scattering features of 30 and 100 images with blocks of 9 and 10
+#: (4.9-16 a row) where PDHG takes 0.04 s to more than 30 s (faster once: 0.19 against
+#: 0.89 s, 100 images, blocks of 9, alpha = 3); with about 1 group a row
+#: (benchmarks/bench_family.py's dense noisy problems, blocks of 10) PDHG wins
 L12_CG_MAX_GROUP_WIDE = 10
-L12_CG_GROUPS_PER_ROW = 8
+L12_CG_GROUPS_PER_ROW = 4
 
 #: a restricted working-set problem whose certificate stays infinite (hinge-con: no
 #: feasible scaling of the iterate) for this many consecutive checks is abandoned
