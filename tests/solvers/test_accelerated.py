@@ -317,3 +317,27 @@ def test_small_problems_keep_all_hinge_rows(random_problem, monkeypatch):
     assert 100 * 9 <= colgen.ROWGEN_MIN_ROWS
     acc.hinge_reg(Phi, y, K, "l1", lam=1.0, tol=1e-6)
     assert masters[0].nh0 == masters[0].nh == 100 * 9
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_master_lp_time_limit_returns_the_last_certified_point(random_problem, monkeypatch):
+    """With max_time, the master LP runs under HiGHS' time limit from its second solve on (with
+    or without row generation); when it hits the limit, the last certified point is returned."""
+    Phi, y, K = random_problem(seed=6, L=30, M=15, K=4)
+    full = _run("hinge-reg", Phi, y, K, "l1inf", 5, 3.0, tol=1e-9, inner="cg")
+    assert full.converged and full.n_iter > 2
+    calls = []
+    solve = colgen._Master._solve_incremental
+
+    def limited(self):
+        calls.append(self.deadline)
+        if len(calls) == 3:
+            raise TimeoutError("master LP: time limit")
+        return solve(self)
+
+    monkeypatch.setattr(colgen._Master, "_solve_incremental", limited)
+    r = acc.hinge_reg(Phi, y, K, "l1inf", 5, lam=3.0, tol=1e-9, inner="cg", max_time=1e6)
+    assert calls[0] is None and calls[1] is not None          # the first solve has no limit
+    assert not r.converged and r.n_iter < full.n_iter and np.isfinite(r.rel_gap) and r.rel_gap > 1e-9
+    pstar = full.objective
+    assert (r.objective - pstar) / pstar <= r.rel_gap + 1e-9  # a certified point

@@ -88,7 +88,7 @@ class _Master:
         self.nh = self.nh0 = len(ll)
         self.ll, self.kk, self.y = ll, kk, y
         self.xi = None
-        self.deadline = None  # perf_counter() time: HiGHS' time limit (row generation only)
+        self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
         self._dual_next = False
         nh = self.nh
         # base columns: b (K), xi (L), [s]
@@ -308,7 +308,7 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
             X, Y, a, slack = pricing.master_point(master, kind, par)
         except TimeoutError:  # HiGHS stopped at the deadline: the last certified point
             break
-        if row_generation and deadline is not None:
+        if deadline is not None:
             master.deadline = deadline  # from the second solve on: one point is certified
         TX = op.T(X) if row_generation else None
         if kind == "reg":
