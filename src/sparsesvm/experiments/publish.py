@@ -85,7 +85,7 @@ def experiment_files(results, exp_id, dataset):
     files[f"{exp_id}_best_alpha.csv"] = tables / f"{exp_id}_best_alpha.csv"
     if exp_id == "e4":
         files["e4_traces.csv"] = tables / "e4_traces.csv"
-    for name in ("cv_alpha", "cv_summary"):  # with the experiment's optional `cv`
+    for name in ("cv_alpha", "cv_summary", "accuracy"):  # with the optional `cv`, `equal_accuracy`
         if (tables / f"{exp_id}_{name}.csv").is_file():
             files[f"{exp_id}_{name}.csv"] = tables / f"{exp_id}_{name}.csv"
     return files
@@ -94,8 +94,8 @@ def experiment_files(results, exp_id, dataset):
 def job_times(results, exp_id, dataset):
     """Wall and CPU time of an experiment's jobs, from Snakemake's benchmark files.
 
-    Counts the training and trace jobs of the experiment, its aggregation and its
-    product (Table 1 or figure). Data preparation (downloads, features, subsets) is
+    Counts the training, trace and equal-accuracy jobs of the experiment, its
+    aggregation and its product (Table 1 or figure). Data preparation (downloads, features, subsets) is
     shared by the experiments of a dataset and reported apart.
 
     Returns
@@ -112,6 +112,7 @@ def job_times(results, exp_id, dataset):
     name = "table1" if product == "table1" else f"figure{product}"
     paths = [*sorted((bench / dataset / "runs" / exp_id).rglob("*.tsv")),
              *sorted((bench / dataset / "traces" / exp_id).rglob("*.tsv")),
+             *sorted((bench / dataset / "accuracy" / exp_id).rglob("*.tsv")),
              bench / dataset / "tables" / f"{exp_id}_aggregate.tsv", bench / "products" / f"{name}.tsv"]
     prep = [bench / dataset / "features.tsv", bench / dataset / "labels.tsv",
             *sorted((bench / dataset / "subsets").rglob("*.tsv")),
