@@ -492,6 +492,19 @@ def test_l2_timing_figure_structure():
     assert "L = 100" in bar_ax.get_title()
 
 
+def test_timing_panels_leave_out_zero_fit_times():
+    """hinge-con solved by X = 0 before any iteration (fit time 0) at its largest alpha: not drawn on
+    the log axis, the other alphas are."""
+    df, sdf = _e5_frames()
+    zero = (df["method"] == "hinge-con") & np.isclose(df["alpha"], ALPHAS[-1])
+    df.loc[zero, "fit_time_s"] = 0.0
+    fig = figures.make_l2_timing_figure(df, sparse_df=sdf)
+    for ax in fig.axes[:len(E5_LS)]:
+        (line,) = [ln for ln in ax.lines if ln.get_gid() == "line:hinge-con"]
+        assert list(line.get_xdata()) == list(ALPHAS[:-1]) and min(line.get_ydata()) > 0
+        assert _circle_x(ax, "hinge-con") == ALPHAS[2]
+
+
 def _accuracy_rows():
     """Equal-accuracy rows for E5_LS: hinge-con misses 1e-4 at the largest L, liblinear uncertified."""
     rows = []

@@ -354,18 +354,20 @@ def _fit_time_panel(ax, summ, best, styles):
     """Mean fit time vs alpha, log-log, one line per curve of ``styles``, its best alpha circled.
 
     ``summ``: the mean ``fit_time_s`` per curve and alpha at one L; ``best``: the
-    best alpha of each curve at that L.
+    best alpha of each curve at that L. A mean time of 0 (every subset solved by
+    ``X = 0`` before the first iteration, e.g. hinge-con when ``eta`` admits W = 0)
+    has no place on a log axis and is left out.
     """
     for curve, st in styles.items():
-        s = summ[summ["curve"] == curve]
+        s = summ[(summ["curve"] == curve) & _positive(summ["fit_time_s"])]
         if not len(s):
             continue
         ax.plot(s["alpha"], s["fit_time_s"], color=st["color"], linestyle=st["linestyle"],
                 marker=st["marker"], markersize=4, linewidth=1.5, label=curve, gid=f"line:{curve}")
         b = best[best["curve"] == curve]
-        if len(b):
-            a = b["alpha"].iloc[0]
-            _circle(ax, a, s.loc[np.isclose(s["alpha"], a), "fit_time_s"].iloc[0], curve, st)
+        at = s.loc[np.isclose(s["alpha"], b["alpha"].iloc[0]), "fit_time_s"] if len(b) else ()
+        if len(at):
+            _circle(ax, b["alpha"].iloc[0], at.iloc[0], curve, st)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(ALPHA_LABEL)
@@ -499,8 +501,8 @@ def _count_bars(ax, counts, styles, L_bar):
             v = float(row["count"].iloc[0])
             ax.bar([x], [v], width=width * 0.95, color=styles[curve]["color"], edgecolor="0.2",
                    hatch=hatches[p_i % len(hatches)], gid=f"bar:{curve}:{pen}")
-            ax.annotate(f"{v:.0f}", (x, v), ha="center", va="bottom", fontsize="x-small",
-                        xytext=(0, 1), textcoords="offset points")
+            ax.annotate(f"{v / 1000:.1f}k" if v >= 10000 else f"{v:.0f}", (x, v), ha="center",
+                        va="bottom", fontsize="x-small", xytext=(0, 1), textcoords="offset points")
     ax.set_xticks(range(len(curves)))
     ax.set_xticklabels(curves, rotation=20, ha="right")
     ax.set_ylabel(r"weights with $|w| > 10^{-5}$")
@@ -509,7 +511,7 @@ def _count_bars(ax, counts, styles, L_bar):
                        for i, p in enumerate(penalties)], title="penalty", fontsize="small",
               loc="upper center", ncol=max(1, len(penalties)))
     top = float(np.nanmax(counts["count"])) if len(counts) else 1.0
-    ax.set_ylim(0, 1.4 * top if top > 0 else 1.0)  # head-room for the legend above the bars
+    ax.set_ylim(0, 1.8 * top if top > 0 else 1.0)  # head-room for the legend above the bars
 
 
 #: legend entries of Figure 4's equal-accuracy row
