@@ -21,8 +21,9 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   each pricing round: measured, a certified 1e-9 gap in about 30 rounds
   on leukemia with blocks of 5, and 1e-5 to 1e-4 in 0.01-8 s on raw leukemia
   and MNIST scattering features with blocks of 9 and 10, where the groups
-  far outnumber the hinge rows (:data:`L12_CG_MAX_GROUP_WIDE`); slower than PDHG for groups of 10 or more entries that are
-  not much more numerous than the rows, whose balls need many more
+  far outnumber the hinge rows (:data:`L12_CG_MAX_GROUP_WIDE`); slower than
+  PDHG for groups of 10 or more entries that are not much more numerous than
+  the rows, whose balls need many more
   directions, and for large masters). The restricted master LP (variables: atom weights,
   biases, hinge values; rows: the L(K-1) hinge constraints, or above
   :data:`~sparsesvm.solvers.accelerated.colgen.ROWGEN_MIN_ROWS` of them
