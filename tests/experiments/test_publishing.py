@@ -342,20 +342,21 @@ def test_cv_alpha_on_fixture_config(comparison_run):
 
 
 def test_publish_counts_equal_accuracy_jobs_and_table(tmp_path):
-    """E5's equal-accuracy jobs count in its time, and its accuracy table is published."""
+    """Equal-accuracy and cross-validation jobs count in an experiment's time; the accuracy table is published."""
     from sparsesvm.experiments import publish
 
     bench = tmp_path / "benchmarks" / "mnist"
     tsv = "s\th:m:s\tmax_rss\tcpu_time\n{s}\t0:00:01\t10\t{c}\n"
     jobs = {bench / "runs" / "e5" / "a.tsv": (2.0, 1.5),
             bench / "accuracy" / "e5" / "L~5K" / "subset~0.tsv": (30.0, 29.0),
+            bench / "cv" / "e5" / "a" / "fold~0.tsv": (4.0, 3.0), bench / "tables" / "e5_aggregate_cv.tsv": (1.0, 1.0),
             bench / "tables" / "e5_aggregate.tsv": (1.0, 0.5),
             tmp_path / "benchmarks" / "products" / "figure4.tsv": (3.0, 2.0)}
     for p, (s, c) in jobs.items():
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(tsv.format(s=s, c=c))
     t = publish.job_times(tmp_path, "e5", "mnist")
-    assert t["n_jobs"] == 4 and t["jobs_wall_s"] == 36.0 and t["jobs_cpu_s"] == 33.0
+    assert t["n_jobs"] == 6 and t["jobs_wall_s"] == 41.0 and t["jobs_cpu_s"] == 37.0
     tables = tmp_path / "mnist" / "tables"
     tables.mkdir(parents=True)
     assert "e5_accuracy.csv" not in publish.experiment_files(tmp_path, "e5", "mnist")

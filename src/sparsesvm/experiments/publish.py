@@ -94,8 +94,8 @@ def experiment_files(results, exp_id, dataset):
 def job_times(results, exp_id, dataset):
     """Wall and CPU time of an experiment's jobs, from Snakemake's benchmark files.
 
-    Counts the training, trace and equal-accuracy jobs of the experiment, its
-    aggregation and its product (Table 1 or figure). Data preparation (downloads, features, subsets) is
+    Counts the training, trace, equal-accuracy and cross-validation jobs of the
+    experiment, its aggregations and its product (Table 1 or figure). Data preparation (downloads, features, subsets) is
     shared by the experiments of a dataset and reported apart.
 
     Returns
@@ -113,7 +113,9 @@ def job_times(results, exp_id, dataset):
     paths = [*sorted((bench / dataset / "runs" / exp_id).rglob("*.tsv")),
              *sorted((bench / dataset / "traces" / exp_id).rglob("*.tsv")),
              *sorted((bench / dataset / "accuracy" / exp_id).rglob("*.tsv")),
-             bench / dataset / "tables" / f"{exp_id}_aggregate.tsv", bench / "products" / f"{name}.tsv"]
+             *sorted((bench / dataset / "cv" / exp_id).rglob("*.tsv")),
+             bench / dataset / "tables" / f"{exp_id}_aggregate.tsv",
+             bench / dataset / "tables" / f"{exp_id}_aggregate_cv.tsv", bench / "products" / f"{name}.tsv"]
     prep = [bench / dataset / "features.tsv", bench / dataset / "labels.tsv",
             *sorted((bench / dataset / "subsets").rglob("*.tsv")),
             *sorted((bench / "download" / dataset).rglob("*.tsv"))]
