@@ -548,6 +548,24 @@ def test_l2_timing_figure_equal_accuracy_row():
     assert top["line:hinge-con"].get_color() == last["eps:0.0001:hinge-con"].get_color()
 
 
+def test_equal_accuracy_labels_follow_the_training_curves():
+    """When the training curves' labels carry the stopping rule (the workflow's E5: paper rule and
+    liblinear's), the equal-accuracy curves carry theirs: the paper's algorithms stopped on the
+    gap are not labelled as their relative-change runs, and liblinear shares its label."""
+    df, sdf = _e5_frames()
+    df["stopping"] = np.where(df["solver"] == "liblinear", "liblinear", "rel_change")
+    sdf["stopping"] = "rel_change"
+    fig = figures.make_l2_timing_figure(df, sparse_df=sdf, accuracy_df=_accuracy_rows())
+    gids = {ln.get_gid() for ln in fig.axes[-1].lines if (ln.get_gid() or "").startswith("eps:")}
+    assert gids == {f"eps:0.0001:{c}" for c in ("hinge-reg / stopping=gap", "hinge-con / stopping=gap",
+                                               "hinge-reg [accelerated] / stopping=gap",
+                                               "liblinear-cs / stopping=liblinear", "ocas-cs / stopping=gap")}
+    top = {ln.get_gid() for ln in fig.axes[0].lines}
+    assert "line:liblinear-cs / stopping=liblinear" in top and "line:hinge-reg / stopping=rel_change" in top
+    legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert legend.count("liblinear-cs / stopping=liblinear") == 1 and "hinge-reg / stopping=gap" in legend
+
+
 @pytest.mark.slow
 def test_figures_saved_as_png_and_pdf(tmp_path):
     """The public wrappers write valid PNG and PDF files (one L each, to keep rendering short)."""

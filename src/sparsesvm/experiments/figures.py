@@ -519,11 +519,17 @@ MISS_LEGEND = "open triangle: gap not reached (the capped run's time)"
 UNCERTIFIED_LEGEND = "dotted: liblinear, within eps of its own lowest objective (not certified)"
 
 
-def _accuracy_curves(acc):
-    """A copy of the equal-accuracy table with ``curve`` (the training records' label)."""
+def _accuracy_curves(acc, multi=()):
+    """A copy of the equal-accuracy table with ``curve``, labelled as the training records are.
+
+    When the stopping rule is part of the training curves' labels (``"stopping"`` in
+    ``multi``), the certified solvers' curves read ``stopping=gap`` (they stop on a
+    relative gap) and liblinear's its own rule, so its label is that of its training
+    curve and the paper's algorithms are not mistaken for their relative-change runs.
+    """
     out = acc.copy()
-    out["curve"] = [method_label(m, s) for m, s in zip(out["method"], out["solver"])]
-    return out
+    out["stopping"] = np.where(out["solver"] == "liblinear", "liblinear", "gap")
+    return _with_curves(out, [c for c in multi if c == "stopping"])
 
 
 def _time_to_gap_panel(ax, acc, eps, styles):
@@ -604,7 +610,7 @@ def make_l2_timing_figure(df, sparse_df=None, title=None, accuracy_df=None):
     if accuracy_df is not None:
         _require(accuracy_df, ["L", "method", "solver", "alpha", "eps", "reached", "seconds", "run_seconds",
                                "certified"], "l2_timing_figure (accuracy_df)")
-        acc = _accuracy_curves(accuracy_df)
+        acc = _accuracy_curves(accuracy_df, multi)
         eps_list = sorted(acc["eps"].unique(), reverse=True)
         ncols = max(ncols, len(eps_list))
         styles = curve_styles(pd.concat([allc[["curve", "method", "solver"]],
