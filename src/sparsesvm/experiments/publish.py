@@ -110,12 +110,11 @@ def job_times(results, exp_id, dataset):
     bench = Path(results) / "benchmarks"
     product = PRODUCTS[exp_id]
     name = "table1" if product == "table1" else f"figure{product}"
-    paths = [*sorted((bench / dataset / "runs" / exp_id).rglob("*.tsv")),
-             *sorted((bench / dataset / "traces" / exp_id).rglob("*.tsv")),
-             *sorted((bench / dataset / "accuracy" / exp_id).rglob("*.tsv")),
-             *sorted((bench / dataset / "cv" / exp_id).rglob("*.tsv")),
-             bench / dataset / "tables" / f"{exp_id}_aggregate.tsv",
-             bench / dataset / "tables" / f"{exp_id}_aggregate_cv.tsv", bench / "products" / f"{name}.tsv"]
+    # every job kind of the experiment (runs, traces, accuracy, cv, ...) has its folder
+    # <dataset>/<kind>/<exp_id>/, and its aggregations <dataset>/tables/<exp_id>_aggregate*.tsv
+    paths = [*sorted((bench / dataset).glob(f"*/{exp_id}/**/*.tsv")),
+             *sorted((bench / dataset / "tables").glob(f"{exp_id}_aggregate*.tsv")),
+             bench / "products" / f"{name}.tsv"]
     prep = [bench / dataset / "features.tsv", bench / dataset / "labels.tsv",
             *sorted((bench / dataset / "subsets").rglob("*.tsv")),
             *sorted((bench / "download" / dataset).rglob("*.tsv"))]
