@@ -19,7 +19,7 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   the master is exact), unit l2 vectors on one group for l12 (the master
   is then a polyhedral inner approximation of the l12 ball, refined by
   each pricing round: measured, a certified 1e-9 gap in about 30 rounds
-  on leukemia with blocks of 5, and 1e-5 to 1e-4 in 0.01-8 s on raw leukemia
+  on leukemia with blocks of 5, and 1e-5 to 1e-4 in at most 4 s on raw leukemia
   and MNIST scattering features with blocks of 9 and 10, where the groups
   far outnumber the hinge rows (:data:`L12_CG_MAX_GROUP_WIDE`); slower than
   PDHG for groups of 10 or more entries that are not much more numerous than
@@ -117,11 +117,11 @@ L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
 #: ... and also when a group has at most L12_CG_MAX_GROUP_WIDE entries and there are at
 #: least L12_CG_GROUPS_PER_ROW groups per hinge row: measured (benchmarks/bench_l12_engines.py
-#: --real --cap 30), column generation certifies 1e-5 in 0.02-0.19 s on raw leukemia with
-#: blocks of 5, 9 and 10 (28-56 groups a row) where PDHG stops at 21-30 s at gaps of 0.26 to
-#: 14 (or none), and 1e-4 in 0.01-7.9 s on MNIST scattering features of 30 and 100 images
-#: with blocks of 9 and 10 (4.4-16 a row) where PDHG takes 0.04 s to more than 30 s (faster
-#: once: 0.20 against 1.66 s, 100 images, blocks of 9, alpha = 3); with about 1 group a row
+#: --real --cap 30), column generation certifies 1e-5 in 0.02-0.30 s on raw leukemia with
+#: blocks of 5, 9 and 10 (28-56 groups a row) where PDHG stops at 13-30 s at gaps of 0.26 to
+#: 14 (or none), and 1e-4 in at most 4 s on MNIST scattering features of 30 and 100 images
+#: with blocks of 9 and 10 (4.4-16 a row) where PDHG takes 0.01 s to more than 30 s (faster
+#: once: 0.04 against 0.24 s, 100 images, blocks of 9, alpha = 3); with about 1 group a row
 #: (benchmarks/bench_family.py's dense noisy problems, blocks of 10) PDHG wins
 L12_CG_MAX_GROUP_WIDE = 10
 L12_CG_GROUPS_PER_ROW = 4
