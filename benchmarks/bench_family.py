@@ -42,7 +42,8 @@ For each (problem, penalty, method), in the same process:
   included), status, objective;
 * the accelerated solver, ``inner="auto"``, tol = 1e-4, ``max_time=--cap``: wall time of
   the call, certified gap, engine chosen, objective;
-* the other engine forced (``"pdhg"`` where auto took ``"cg"`` and conversely), tol =
+* the other engine forced (``"pdhg"`` where auto took ``"cg"``, or where the portfolio of
+  l1 and l1,inf returned column generation's point, and conversely), tol =
   1e-4, capped at min(--cap, max(5 s, Clarabel's wall time)): beyond that it has lost
   anyway (``--no-forced`` skips it).
 
@@ -207,7 +208,7 @@ def run_one(args, name, Phi, y, K, penalty, method, factor, gsize):
     par = next(iter(param.values()))
     cl = clarabel(Phi, y, K, method, penalty, gsize, par, args.cap)
     auto, auto_wall = accelerated(Phi, y, K, method, penalty, gsize, par, args.cap)
-    engine = auto.settings["inner"]
+    engine = auto.settings.get("engine", auto.settings["inner"])  # the portfolio's: its result's
     runs = {"auto": (auto, auto_wall, args.cap)}
     if args.forced:
         other = "pdhg" if engine == "cg" else "cg"
@@ -233,7 +234,8 @@ def run_one(args, name, Phi, y, K, penalty, method, factor, gsize):
                **structure(Phi, y, K, best_X, penalty, gsize))
     for label, (r, wall, cap) in runs.items():
         tag = "acc" if label == "auto" else f"forced_{label}"
-        row.update({f"{tag}_engine": r.settings["inner"], f"{tag}_wall": wall,
+        engine_name = r.settings["inner"] + (f" ({r.settings['engine']})" if "engine" in r.settings else "")
+        row.update({f"{tag}_engine": engine_name, f"{tag}_wall": wall,
                     f"{tag}_time": r.time, f"{tag}_converged": bool(r.converged),
                     f"{tag}_cert_gap": r.rel_gap, f"{tag}_objective": r.objective,
                     f"{tag}_true_gap": (r.objective - pref) / abs(pref), f"{tag}_iter": r.n_iter,

@@ -31,6 +31,7 @@ from .solvers.registry import (
     PENALTIES,
     PRECISIONS,
     SOLVERS,
+    check_precision,
     lookup,
     register_solver,
     solver_family,
@@ -167,14 +168,7 @@ def check_params(method, penalty, alpha, tol, max_iter, step_ratio, solver, stop
     trace = _check_trace(trace)
     if trace and not family["trace"]:
         raise ValueError(f"solver {solver!r} records no convergence trace (trace={trace!r} given)")
-    if not isinstance(precision, str) or precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; expected one of {tuple(PRECISIONS)}")
-    if precision != "double" and method not in family.get("single", ()):
-        single = family.get("single", ())
-        raise ValueError(
-            f"precision={precision!r} is not available for method {method!r} with solver {solver!r}: "
-            "it computes in float64 only; use precision='double'"
-            + (f" (solver {solver!r} offers precision={precision!r} for {single})" if single else ""))
+    precision = check_precision(precision, method, solver)
     return FitParams(method, penalty, alpha, tol, max_iter, step_ratio, solver, rule, trace, run,
                      precision=precision)
 

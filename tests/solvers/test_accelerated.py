@@ -1,11 +1,14 @@
 """Tests of sparsesvm.solvers.accelerated.hinge against CVXPY/Clarabel (tests/cvx_reference.py)."""
 
+import time
+
 import cvx_reference as cr
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from sparsesvm.estimators import SparseSVC
+from sparsesvm.model.penalties import make_penalty
 from sparsesvm.solvers.accelerated import colgen, highs
 from sparsesvm.solvers.accelerated import hinge as acc
 
@@ -41,6 +44,7 @@ def _check_against_cvx(problem, method, pen, grp, inner, seed=1, **shape):
     assert abs(obj - pstar) <= 1e-6 * abs(pstar)
     # the certified lower bound is below the optimum
     assert r.dual_objective <= pstar * (1 + 1e-7)
+    return r
 
 
 @pytest.mark.parametrize("pen,grp", [p for p in PENALTIES if p[0] != "l2"])
@@ -66,10 +70,13 @@ def test_dual_qp_with_fewer_features_than_samples(random_problem):
 
 def test_auto_engine_per_penalty(random_problem):
     Phi, y, K = random_problem(1, M=16)
-    expect = {("l1", None): "cg", ("l1inf", 3): "cg", ("l12", 3): "cg", ("l2", None): "qp"}
+    expect = {("l1", None): "portfolio", ("l1inf", 3): "portfolio", ("l12", 3): "cg",
+              ("l2", None): "qp"}
     for (pen, grp), inner in expect.items():
         r = acc.hinge_reg(Phi, y, K, pen, grp, lam=2.0, tol=1e-6)
         assert r.converged and r.settings["inner"] == inner
+        if inner == "portfolio":  # a small problem: column generation's first turn solves it
+            assert r.settings["engine"] == "cg" and r.settings["engine_seconds"]["pdhg"] == 0.0
     # l12 with groups larger than L12_CG_MAX_GROUP: PDHG
     Phi6, y6, K6 = random_problem(1, L=12, M=16, K=acc.L12_CG_MAX_GROUP + 1)
     r = acc.hinge_reg(Phi6, y6, K6, "l12", "features", lam=2.0, tol=1e-3)
@@ -341,3 +348,68 @@ def test_master_lp_time_limit_returns_the_last_certified_point(random_problem, m
     assert not r.converged and r.n_iter < full.n_iter and np.isfinite(r.rel_gap) and r.rel_gap > 1e-9
     pstar = full.objective
     assert (r.objective - pstar) / pstar <= r.rel_gap + 1e-9  # a certified point
+
+
+@pytest.mark.parametrize("pen,grp", [("l1", None), ("l1inf", 3)])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
+def test_portfolio_in_short_turns_reaches_cvx_optimum(random_problem, monkeypatch, method, pen, grp):
+    """Turns of a millisecond: both engines run, each resuming where it paused; the result is
+    certified and optimal, and the trace follows the portfolio's best certificate."""
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    r = _check_against_cvx(random_problem, method, pen, grp, "portfolio", seed=3, M=16)
+    assert r.settings["inner"] == "portfolio" and r.settings["engine"] in ("cg", "pdhg")
+    assert all(t > 0 for t in r.settings["engine_seconds"].values())  # both had turns
+    kw = dict(lam=2.0) if method == "hinge-reg" else dict(eta=0.3 * 12)
+    Phi, y, K = random_problem(3, M=16)
+    solve = acc.hinge_reg if method == "hinge-reg" else acc.hinge_con
+    t = solve(Phi, y, K, pen, grp, tol=2e-7, inner="portfolio", trace=True, **kw).trace
+    gaps = t["rel_gap"]
+    assert len(gaps) > 1 and np.all(np.diff(gaps) < 0) and gaps[-1] <= 2e-7
+    assert np.all(np.diff(t["time"]) >= 0)
+
+
+def test_portfolio_keeps_the_smaller_gap_when_neither_engine_meets_tol(random_problem, monkeypatch):
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    Phi, y, K = random_problem(3, M=16)
+    r = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-12, inner="portfolio", max_iter=2)
+    cg = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-12, inner="cg", max_iter=2)
+    pd = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-12, inner="pdhg", max_iter=2)
+    assert not r.converged
+    assert r.rel_gap == min(cg.rel_gap, pd.rel_gap)
+    assert r.settings["engine"] == ("cg" if cg.rel_gap <= pd.rel_gap else "pdhg")
+    with pytest.raises(ValueError, match="inner='portfolio' needs a norm penalty"):
+        acc.hinge_reg(Phi, y, K, "l2", lam=2.0, inner="portfolio")
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_column_generation_resumed_after_every_round_reaches_the_same_optimum(random_problem):
+    """advance() with a time already past: one round a call, and from the second solve on
+    HiGHS stops at its smallest time limit and goes on from its basis at the next call."""
+    Phi, y, K = random_problem(seed=6, L=30, M=15, K=4)
+    op, geo = acc._operator(Phi, y, K), make_penalty("l1inf", 5, 15, K)
+    _, _, full, rounds, ok = colgen._column_generation(op, geo, "reg", 3.0, 1e-9, 1000, None,
+                                                       lambda *a: None)
+    assert ok and rounds > 2
+    cg = colgen._ColumnGeneration(op, geo, "reg", 3.0, 1e-9, 1000, None, lambda *a: None)
+    calls = 0
+    while not cg.finished and calls < 10000:
+        cg.advance(time.perf_counter() - 1.0)
+        calls += 1
+    assert cg.converged and calls >= cg.rounds > 2
+    assert cg.best.primal == pytest.approx(full.primal, rel=1e-8)
+
+
+def test_working_set_pdhg_resumed_in_pieces_reaches_the_optimum(random_problem):
+    Phi, y, K = random_problem(seed=4, L=20, M=30, K=3)
+    pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l1", None, lam=2.0)
+    op, geo = acc._operator(Phi, y, K), make_penalty("l1", None, 30, K)
+    ws = acc._WorkingSet(op, geo, "l1", None, "reg", 2.0, True)
+    recorder = acc._Recorder(time.perf_counter(), False, None)
+    ws.start(np.zeros((31, K)), np.zeros((20, K)), 1e-7, 10 ** 6, None, acc._checked_settings({}),
+             recorder)
+    calls = 0
+    while not ws.finished and calls < 100000:
+        ws.advance(time.perf_counter() - 1.0)  # one check interval of PDHG a call
+        calls += 1
+    assert ws.converged and calls > 2 and ws.best.rel_gap <= 1e-7
+    assert abs(ws.best.primal - pstar) <= 1e-6 * pstar

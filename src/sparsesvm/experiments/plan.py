@@ -199,17 +199,15 @@ def _check_grid(gwhere, exp, grid):
         raise ConfigError(f"{gwhere}.groups: {exc}") from None
     if method == "liblinear-cs" and pen != "l2":
         raise ConfigError(f"{gwhere}.method: 'liblinear-cs' solves the l2 problem only, got penalty {pen!r}")
-    precision = grid.get("precision", "double")
-    if precision != "double":
-        from ..solvers.registry import solver_family
+    if "precision" in grid:
+        from ..solvers.registry import check_precision
 
-        single = () if method == "liblinear-cs" else solver_family(solver).get("single", ())
-        if not single:
-            raise ConfigError(f"{gwhere}.precision: solver {solver!r} computes in float64 only "
-                              f"(method {method!r}); use 'double'")
-        if method not in single:
-            raise ConfigError(f"{gwhere}.precision: {precision!r} is available for {list(single)} with "
-                              f"solver {solver!r} only, got method {method!r}")
+        # the liblinear peer is SparseSVC(method="hinge-reg", solver="liblinear")
+        fit_method, fit_solver = ("hinge-reg", "liblinear") if method == "liblinear-cs" else (method, solver)
+        try:
+            check_precision(grid["precision"], fit_method, fit_solver)
+        except ValueError as exc:
+            raise ConfigError(f"{gwhere}.precision: {exc}") from None
 
 
 def _check_trace(where, exp):

@@ -45,6 +45,7 @@ __all__ = [
     "register_solver",
     "solver_family",
     "lookup",
+    "check_precision",
 ]
 
 METHODS = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova")
@@ -258,3 +259,31 @@ def lookup(method, solver):
         raise ValueError(f"solver {solver!r} does not support method {method!r}; "
                          f"it supports {tuple(family['methods'])}")
     return family["methods"][method], family
+
+
+def check_precision(precision, method, solver):
+    """``precision`` if ``solver`` computes ``method`` in it (the one check of
+    ``SparseSVC(precision=...)`` and of a workflow grid's ``precision:``).
+
+    Parameters
+    ----------
+    precision : str
+        A key of :data:`PRECISIONS`.
+    method, solver : str
+        A method the solver family fits (not checked here: :func:`lookup` does).
+
+    Raises
+    ------
+    ValueError
+        An unknown precision, or one the family does not offer for the method
+        (naming the methods it offers it for, if any).
+    """
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {tuple(PRECISIONS)}")
+    single = solver_family(solver).get("single", ())
+    if precision != "double" and method not in single:
+        raise ValueError(
+            f"precision={precision!r} is not available for method {method!r} with solver {solver!r}: "
+            "it computes in float64 only; use precision='double'"
+            + (f" (solver {solver!r} offers precision={precision!r} for {single})" if single else ""))
+    return precision

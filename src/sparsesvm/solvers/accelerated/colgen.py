@@ -25,7 +25,7 @@ from scipy.optimize import linprog
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from . import highs
 
-__all__ = ["_Master", "_Pricing", "_column_generation", "SLACK_COST_START", "SLACK_COST_MAX",
+__all__ = ["_Master", "_Pricing", "_column_generation", "_ColumnGeneration", "SLACK_COST_START", "SLACK_COST_MAX",
            "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_DROP_AFTER"]
 
 #: first cost of the elastic slack of the hinge-con master (it is multiplied by 10
@@ -234,11 +234,11 @@ class _Master:
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
             self.h.setOptionValue("simplex_strategy", 4)
-            self._dual_next = False
         else:
             self.h.run()
         if self.deadline is not None and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kTimeLimit:
-            raise TimeoutError("master LP: time limit")
+            raise TimeoutError("master LP: time limit")  # solve() again goes on from HiGHS' basis
+        self._dual_next = False
         if self.h.getModelStatus() != opt:
             self.h.clearSolver()
             self.h.setOptionValue("simplex_strategy", 1)
@@ -288,45 +288,106 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
 
     Returns (X (M+1, K), Y (L, K), last GapResult, rounds, converged).
     """
-    Phi, y, K = op.Phi, op.y_idx, op.n_classes
-    L, M = Phi.shape
-    ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
-    pricing = _Pricing(op, geo, ll, kk)
-    if row_generation is None:
-        row_generation = L * (K - 1) > ROWGEN_MIN_ROWS
-    if row_generation:
-        rows = _RowGeneration(op, _initial_rows(op))
-        master = _Master(L, K, y, rows.ll, rows.kk, kind, par)
-    else:
-        master = _Master(L, K, y, ll, kk, kind, par)
-    best = None
-    X = np.zeros((M + 1, K))
-    Y = np.zeros((L, K))
-    rnd = 0
-    for rnd in range(max_rounds):
-        try:
-            X, Y, a, slack = pricing.master_point(master, kind, par)
-        except TimeoutError:  # HiGHS stopped at the deadline: the last certified point
-            break
-        if deadline is not None:
-            master.deadline = deadline  # from the second solve on: one point is certified
-        TX = op.T(X) if row_generation else None
-        if kind == "reg":
-            best = hinge_reg_gap(op, X, Y, geo, lam=par, TX=TX)
+    cg = _ColumnGeneration(op, geo, kind, par, tol, max_rounds, deadline, record, row_generation)
+    cg.advance(deadline)
+    return cg.X, cg.Y, cg.best, cg.rounds, cg.converged
+
+
+class _ColumnGeneration:
+    """The column generation as a resumable loop (:func:`_column_generation` runs it to
+    the end; the engine portfolio of :mod:`~sparsesvm.solvers.accelerated.portfolio`
+    runs it in time slices).
+
+    Parameters
+    ----------
+    op, geo, kind, par, tol, max_rounds, record, row_generation
+        As for :func:`_column_generation`.
+    deadline : float or None
+        ``time.perf_counter()`` time after which the loop is :attr:`finished`.
+
+    Attributes
+    ----------
+    X (M + 1, K), Y (L, K), best : GapResult or None
+        The last master point and its certificate of the full problem.
+    rounds : int
+        Master solves done (``record`` gets the count before each solve's point).
+    converged, finished : bool
+        The gap met ``tol``; the loop ended (converged, no atom left to price,
+        ``max_rounds`` or the deadline).
+    """
+
+    def __init__(self, op, geo, kind, par, tol, max_rounds, deadline, record, row_generation=None):
+        Phi, y, K = op.Phi, op.y_idx, op.n_classes
+        L, M = Phi.shape
+        self.op, self.geo, self.kind, self.par, self.tol = op, geo, kind, par, tol
+        self.max_rounds, self.deadline, self.record = int(max_rounds), deadline, record
+        ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
+        self.pricing = _Pricing(op, geo, ll, kk)
+        if row_generation is None:
+            row_generation = L * (K - 1) > ROWGEN_MIN_ROWS
+        self.rows = _RowGeneration(op, _initial_rows(op)) if row_generation else None
+        if row_generation:
+            self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par)
         else:
-            best = hinge_con_gap(op, X, Y, geo, eta=par, TX=TX)
-        record(best, rnd, X)
-        if best.rel_gap <= tol:
-            return X, Y, best, rnd + 1, True
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        if row_generation and master.atom_cols:  # at W = 0 only the biases rank the pieces
+            self.master = _Master(L, K, y, ll, kk, kind, par)
+        self.best = None
+        self.X = np.zeros((M + 1, K))
+        self.Y = np.zeros((L, K))
+        self.rounds = 0
+        self.converged = self.finished = False
+
+    def advance(self, until):
+        """Run rounds until :attr:`finished` or, after a round (or inside a master solve
+        from the second on, by HiGHS' time limit), the clock passes ``until``
+        (``time.perf_counter()`` time, or None): then call again to go on."""
+        op, geo, kind, par = self.op, self.geo, self.kind, self.par
+        master, pricing, rows = self.master, self.pricing, self.rows
+        while not self.finished:
+            if self.rounds >= self.max_rounds:
+                self.finished = True
+                break
+            if self.rounds:  # from the second solve on: one point is certified
+                master.deadline = until
+            try:
+                X, Y, a, slack = pricing.master_point(master, kind, par)
+            except TimeoutError:  # HiGHS stopped at the time limit: the last certified point
+                self.finished = self._past(self.deadline)
+                break
+            self.rounds += 1
+            TX = op.T(X) if rows is not None else None
+            if kind == "reg":
+                best = hinge_reg_gap(op, X, Y, geo, lam=par, TX=TX)
+            else:
+                best = hinge_con_gap(op, X, Y, geo, eta=par, TX=TX)
+            self.X, self.Y, self.best = X, Y, best
+            self.record(best, self.rounds - 1, X)
+            if best.rel_gap <= self.tol:
+                self.converged = self.finished = True
+                break
+            if self._past(self.deadline):
+                self.finished = True
+                break
+            if not self._next_columns(TX, a, slack):
+                self.finished = True
+                break
+            if self._past(until):
+                break
+
+    @staticmethod
+    def _past(t):
+        return t is not None and time.perf_counter() > t
+
+    def _next_columns(self, TX, a, slack):
+        """Grow the master for its next solve (rows, atoms, or the slack's cost);
+        False when nothing is left to add (the loop ends)."""
+        master, pricing, rows, kind, par = self.master, self.pricing, self.rows, self.kind, self.par
+        if rows is not None and master.atom_cols:  # at W = 0 only the biases rank the pieces
             master.drop_rows(rows.stale(master, TX, a))  # keeps the master small
             if rows.grow(master, pricing, TX):  # re-solve the master with them before pricing
-                continue
+                return True
         new = pricing.price(a, master.ll, master.kk)
-        if row_generation and not new and not master.atom_cols and rows.grow(master, pricing, TX):
-            continue
+        if rows is not None and not new and not master.atom_cols and rows.grow(master, pricing, TX):
+            return True
         if not new:
             if kind == "con" and slack > 0:
                 if master.big >= SLACK_COST_MAX:
@@ -336,10 +397,10 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
                         "on the constraint (eta is below the loss that the data allow, e.g. "
                         "duplicated samples with different labels)")
                 master.raise_big()  # the elastic slack is still used: penalise it more
-                continue
-            break
+                return True
+            return False
         master.add(new)
-    return X, Y, best, rnd + 1, False
+        return True
 
 
 def _initial_rows(op):

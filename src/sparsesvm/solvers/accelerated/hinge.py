@@ -5,8 +5,8 @@ solved to a *certified* accuracy: every stop is decided by the relative
 duality gap of the full problem (:mod:`sparsesvm.model.certificates`), so the
 result is the exact-hinge optimum to the stated tolerance.
 
-Four inner engines (option ``inner``; the default ``"auto"`` takes
-``"cg"`` for l1 and l1inf, and for l12 with groups of at most
+Four inner engines and a portfolio of two (option ``inner``; the default ``"auto"`` takes
+``"portfolio"`` for l1 and l1inf, ``"cg"`` for l12 with groups of at most
 :data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge
 rows L(K-1), or with groups of at most :data:`L12_CG_MAX_GROUP_WIDE` entries
 and at least :data:`L12_CG_GROUPS_PER_ROW` groups per hinge row, ``"pdhg"``
@@ -47,6 +47,15 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   multiplier (see :mod:`sparsesvm.solvers.accelerated.l2dual`); compiled with numba when
   installed. Its cost grows with L like a pass over the data per sweep,
   not with (L(K-1))^2 as the dual QP's.
+* ``"portfolio"`` (l1, l12, l1inf): ``"cg"`` and ``"pdhg"`` **in turns**
+  (:class:`_Portfolio`): column generation alone for :data:`PORTFOLIO_FIRST_SLICE`
+  seconds, then turns that double each engine's total time, each engine resuming where
+  it paused; the first to certify ``tol`` gives the result. No rule on the problem's
+  size separates the l1 / l1inf problems that column generation certifies in seconds
+  (real MNIST scattering, load_digits) from those where it stalls and PDHG does not
+  (dense noisy problems with many support vectors): measured by
+  ``benchmarks/bench_engines.py``, the engines differ by up to 100x either way, the
+  portfolio costs at most about twice the faster one.
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
   with switchable ingredients:
 
@@ -90,7 +99,7 @@ from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
 from . import highs
 from . import l2dual as _l2dual
-from .colgen import _column_generation
+from .colgen import _column_generation, _ColumnGeneration
 from .pdhg import _pdhg, _Problem
 from .qp import QP_MAX_VARS, QP_TIME_LIMIT, _best_biases, _l2_dual_qp
 
@@ -125,6 +134,10 @@ L12_CG_MAX_ROWS = 1000
 #: (benchmarks/bench_family.py's dense noisy problems, blocks of 10) PDHG wins
 L12_CG_MAX_GROUP_WIDE = 10
 L12_CG_GROUPS_PER_ROW = 4
+
+#: inner="portfolio": seconds that column generation runs alone before PDHG's first turn
+#: (the record experiments' column-generation solves mostly finish within it)
+PORTFOLIO_FIRST_SLICE = 0.5
 
 #: a restricted working-set problem whose certificate stays infinite (hinge-con: no
 #: feasible scaling of the iterate) for this many consecutive checks is abandoned
@@ -216,8 +229,8 @@ def _checked_settings(opts):
         if key not in DEFAULTS:
             raise ValueError(f"unknown option {key!r}; known: {sorted(DEFAULTS)}")
         settings[key] = val
-    if settings["inner"] not in ("auto", "cg", "pdhg", "qp", "dcd"):
-        raise ValueError("inner must be 'auto', 'cg', 'pdhg', 'qp' or 'dcd', "
+    if settings["inner"] not in ("auto", "cg", "pdhg", "portfolio", "qp", "dcd"):
+        raise ValueError("inner must be 'auto', 'cg', 'pdhg', 'portfolio', 'qp' or 'dcd', "
                          f"got {settings['inner']!r}")
     if settings["restart"] not in ("halpern", "none"):
         raise ValueError(f"restart must be 'halpern' or 'none', got {settings['restart']!r}")
@@ -230,8 +243,8 @@ def _choose_inner(inner, geo, L, M, K):
     """The inner engine: ``inner``, or for ``"auto"`` the one measured best for the
     penalty and size (module docstring); raises if it cannot solve the penalty."""
     if inner == "auto":
-        if geo.name in ("l1", "l1inf"):
-            inner = "cg"
+        if geo.name in ("l1", "l1inf"):  # no size rule tells which engine wins: both in turns
+            inner = "portfolio"
         elif geo.name == "l12":  # polyhedral atoms approximate small groups' balls well
             size, rows = geo.group_shape[1], L * (K - 1)
             n_groups = geo.group_shape[0] * geo.group_shape[2]
@@ -241,9 +254,9 @@ def _choose_inner(inner, geo, L, M, K):
         else:  # the dual QP's Hessian has full rank (generically) when M >= L
             inner = ("qp" if highs.highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
                      else "dcd")
-    if inner == "cg" and geo.name == "l2":
-        raise ValueError("inner='cg' needs a norm penalty (l1, l12, l1inf); for l2 use 'qp', "
-                         "'dcd' or 'pdhg'")
+    if inner in ("cg", "portfolio") and geo.name == "l2":
+        raise ValueError(f"inner={inner!r} needs a norm penalty (l1, l12, l1inf); for l2 use "
+                         "'qp', 'dcd' or 'pdhg'")
     if inner in ("qp", "dcd") and geo.name != "l2":
         raise ValueError(f"inner={inner!r} is for penalty 'l2' only, got {geo.name!r}")
     if inner == "qp" and highs.highspy is None:
@@ -379,6 +392,9 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
         if reference.shape != (M + 1, K):
             raise ValueError(f"reference must have shape ({M + 1}, {K}), got {reference.shape}")
     recorder = _Recorder(t_start, trace, reference)
+    if inner == "portfolio":
+        return _Portfolio(op, geo, penalty, groups, kind, par, settings, recorder).run(
+            tol, int(max_iter), deadline)
     if inner == "cg":
         X, Y, best, n_lp, converged = _column_generation(
             op, geo, kind, par, tol, int(max_iter), deadline, recorder.engine_record)
@@ -398,6 +414,101 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
     X, Y, best, total, converged = ws.run(X, Y, tol, max_iter, deadline, settings, recorder)
     settings["working_set"] = ws.used
     return recorder.result(kind, X, Y, best, total, converged, settings)
+
+
+class _Lane:
+    """One engine's view of the portfolio's :class:`_Recorder`: it counts the engine's own
+    iterations, and passes on a certificate only when it improves on the best one of
+    the portfolio so far (the history is that of the portfolio's best point)."""
+
+    def __init__(self, name, recorder, shared):
+        self.name, self.recorder, self.shared = name, recorder, shared
+        self.trace = recorder.trace
+        self.n_done = 0
+        self.spent = 0.0  # seconds this engine has run
+
+    def record(self, gr, full, Xc=None):
+        if full and gr.rel_gap < self.shared["rel_gap"]:
+            self.shared["rel_gap"] = gr.rel_gap
+            self.recorder.n_done = self.n_done
+            self.recorder.record(gr, True, Xc)
+
+    def engine_record(self, gr, n_done, Xc):
+        self.n_done = n_done
+        self.record(gr, True, Xc)
+
+
+class _Portfolio:
+    """Column generation and working-set PDHG in turns (inner="portfolio"; l1, l12, l1inf).
+
+    Neither engine wins everywhere, and no rule on the problem's size tells
+    which one will (``benchmarks/bench_engines.py``): column generation
+    certifies the real MNIST and digits problems in seconds where PDHG stalls,
+    PDHG the dense noisy ones where the master LPs grow large. Column
+    generation runs alone for :data:`PORTFOLIO_FIRST_SLICE` seconds; then the
+    engines take turns, each turn bringing the engine's total time to the
+    allotment, which doubles after every pair of turns. Each engine resumes
+    where it paused (the master LP from HiGHS' basis, PDHG from its point, a
+    restart), so if the faster engine alone needs t seconds, the portfolio
+    needs at most about 2 t when it is column generation and 3 t when it is
+    PDHG (column generation's turn comes first), plus the first slice and the
+    turns' overshoot (a pricing round, a check interval of PDHG; a master LP
+    only in the first round). Both stop on the certified gap of the full problem;
+    the result is the first to meet ``tol``, or the one with the smaller gap.
+    ``max_iter`` caps each engine's own count (rounds, iterations), and the
+    result's ``n_iter`` is the count of the engine that produced it,
+    ``settings["engine"]`` its name and ``settings["engine_seconds"]`` each
+    engine's time.
+    """
+
+    def __init__(self, op, geo, penalty, groups, kind, par, settings, recorder):
+        self.op, self.geo, self.penalty, self.groups = op, geo, penalty, groups
+        self.kind, self.par, self.settings, self.recorder = kind, par, settings, recorder
+
+    def run(self, tol, max_iter, deadline):
+        """Solve to ``tol``; returns the :class:`AcceleratedResult`."""
+        op, geo, kind, par, recorder = self.op, self.geo, self.kind, self.par, self.recorder
+        L, M = op.Phi.shape
+        K = op.n_classes
+        shared = {"rel_gap": np.inf}
+        cg_lane = _Lane("cg", recorder, shared)
+        cg = _ColumnGeneration(op, geo, kind, par, tol, max_iter, deadline, cg_lane.engine_record)
+        ws_lane = _Lane("pdhg", recorder, shared)
+        ws = _WorkingSet(op, geo, self.penalty, self.groups, kind, par,
+                         bool(self.settings["working_set"]))
+        ws.start(np.zeros((M + 1, K)), np.zeros((L, K)), tol, max_iter, deadline, self.settings,
+                 ws_lane)
+        lanes = [(cg_lane, cg), (ws_lane, ws)]
+        allot = max(float(PORTFOLIO_FIRST_SLICE), 1e-3)
+        done = None
+        while done is None and not all(eng.finished for _, eng in lanes):
+            for lane, eng in lanes:
+                t0 = time.perf_counter()
+                until = t0 + allot - lane.spent
+                if deadline is not None:
+                    until = min(until, deadline)
+                if eng.finished or until <= t0:
+                    continue
+                eng.advance(until)
+                lane.spent += time.perf_counter() - t0
+                if eng.converged:
+                    done = lane, eng
+                    break
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            allot *= 2.0
+        if done is None:  # neither met tol: the smaller certified gap
+            tried = [(lane, eng) for lane, eng in lanes if eng.best is not None]
+            done = min(tried, key=lambda le: le[1].best.rel_gap) if tried else lanes[0]
+        lane, eng = done
+        n_iter = eng.rounds if eng is cg else eng.total
+        self.settings.update(engine=lane.name,
+                             engine_seconds={ln.name: ln.spent for ln, _ in lanes})
+        self.settings["working_set"] = ws.used
+        best = eng.best
+        if best is None:  # column generation stopped inside its first master LP
+            best = _full_gap(op, geo, kind, par, eng.X, eng.Y)
+        return recorder.result(kind, eng.X, eng.Y, best, n_iter, eng.converged, self.settings)
 
 
 class _WorkingSet:
@@ -447,40 +558,65 @@ class _WorkingSet:
         -------
         X (M + 1, K), Y (L, K), best : GapResult of the full problem, total : int, converged : bool
         """
+        self.start(X, Y, tol, max_iter, deadline, settings, recorder)
+        self.advance(deadline)
+        return self.X, self.Y, self.best, self.total, self.converged
+
+    def start(self, X, Y, tol, max_iter, deadline, settings, recorder):
+        """Set the loop's start point and limits (:meth:`run`'s arguments) without running it."""
+        self.X, self.Y, self.tol, self.max_iter = X, Y, tol, int(max_iter)
+        self.deadline, self.settings, self.recorder = deadline, settings, recorder
+        self.omega = self.best = self._current = None
+        self.total = 0
+        self.converged = self.finished = False
+
+    def advance(self, until):
+        """Run the loop until :attr:`finished` (converged, ``max_iter``, the deadline, or the
+        full problem stopped) or the clock passes ``until`` (``time.perf_counter()`` time, or
+        None): PDHG then stops at its next check and a later call goes on from its point
+        (a restart there) on the same working set."""
         M, K, kind, par = self.M, self.op.n_classes, self.kind, self.par
-        omega = None
-        best = None
-        total = 0
-        converged = False
-        while True:
+        tol, recorder = self.tol, self.recorder
+        while not self.finished:
             cols = _unit_columns(self.geo, self.units)
             full = len(cols) == M
             rows = np.append(cols, M)  # restricted weights and the biases
-            op_s, prob = self.restricted(cols, full, settings["precondition"])
-            if omega is None:
+            if self._current is None:  # the restricted problem (its norm) once per working set
+                self._current = self.restricted(cols, full, self.settings["precondition"])
+            op_s, prob = self._current
+            if self.omega is None:
                 # dual scale / primal scale at the first guess
                 ydual = par if kind == "reg" else 1.0
-                omega = ydual * prob.norm
+                self.omega = ydual * prob.norm
+            best = self.best
             inner_tol = tol if full else max(0.5 * tol, 0.3 * (best.rel_gap if best is not None else 1.0))
-            on_check = _CheckHook(recorder, total, rows, full, (M + 1, K))
-            Xs, Y, omega, nit, gr, reason = _pdhg(
-                prob, X[rows], Y, omega, inner_tol, max_iter - total, deadline, settings, on_check)
-            total += nit
-            recorder.n_done = total
+            on_check = _CheckHook(recorder, self.total, rows, full, (M + 1, K))
+            Xs, self.Y, self.omega, nit, gr, reason = _pdhg(
+                prob, self.X[rows], self.Y, self.omega, inner_tol, self.max_iter - self.total, until,
+                self.settings, on_check)
+            self.total += nit
+            recorder.n_done = self.total
             X = np.zeros((M + 1, K))
             X[rows] = Xs
+            self.X = X
             if full:
                 best = gr
             else:  # the full problem's gap (T X is the restricted one's: X is 0 off the set)
-                best = _full_gap(self.op, self.geo, kind, par, X, Y, TX=op_s.T(Xs))
+                best = _full_gap(self.op, self.geo, kind, par, X, self.Y, TX=op_s.T(Xs))
+            self.best = best
             recorder.record(best, True, X.copy() if recorder.trace else None)
             if best.rel_gap <= tol:
-                converged = True
+                self.converged = self.finished = True
+            elif self.total >= self.max_iter:
+                self.finished = True
+            elif reason == "time":  # paused at ``until``, or stopped at the deadline
+                self.finished = self.deadline is not None and time.perf_counter() > self.deadline
                 break
-            if total >= max_iter or reason == "time" or full:
-                break
-            self.grow(Y)
-        return X, Y, best, total, converged
+            elif full:
+                self.finished = True
+            else:
+                self.grow(self.Y)
+                self._current = None
 
     def grow(self, Y):
         """Add to the working set the units whose dual scores the dual point ``Y`` violates."""
@@ -537,7 +673,8 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
         Target certified relative duality gap (P - D) / D.
     max_iter : int
         Cap on PDHG iterations (all working sets together), on the rounds
-        of column generation, or on the sweeps over the samples (dcd).
+        of column generation, or on the sweeps over the samples (dcd); for
+        the portfolio, on each engine's own count.
     max_time : float, optional
         Wall-clock cap in seconds.
     trace : bool
@@ -547,8 +684,8 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
     **options
         Override :data:`DEFAULTS`: inner ("auto"; "cg": column generation
         with an LP master, l1, l12 and l1inf; "qp": dual QP, l2 only;
-        "dcd": dual coordinate descent, l2 only; "pdhg"; see the module
-        docstring), restart
+        "dcd": dual coordinate descent, l2 only; "pdhg"; "portfolio": "cg"
+        and "pdhg" in turns, l1, l12 and l1inf; see the module docstring), restart
         ("halpern"|"none"), primal_weight (bool), precondition
         ("none"|"diag"), working_set (bool), reflection (float in [0, 1]),
         check_every (int).
