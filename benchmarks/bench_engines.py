@@ -35,7 +35,6 @@ import json
 
 import _harness as h  # one BLAS thread
 import bench_family as bf
-import numpy as np
 
 ENGINES = ("cg", "pdhg", "portfolio")
 TOL = 1e-4

@@ -164,6 +164,11 @@ def test_sparse_input_and_trace(random_problem):
     assert np.all(np.diff(tr["time"]) >= 0)
     assert tr["rel_gap"][-1] <= 1e-8
     assert acc.hinge_reg(Phis, y, K, "l1", lam=1.0).trace is None
+    # PDHG's checks on one working set are numbered by the iterations done, not by the run's start
+    tp = acc.hinge_reg(Phis, y, K, "l1", lam=1.0, tol=1e-8, trace=True, inner="pdhg",
+                       working_set=False, check_every=8).trace
+    assert len(tp["iteration"]) > 2 and np.all(np.diff(tp["iteration"]) > 0)
+    assert np.all(tp["iteration"][:-1] % 8 == 0)
 
 
 def test_certified_rel_gap_bounds_true_gap(random_problem):

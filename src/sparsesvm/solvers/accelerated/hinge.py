@@ -136,7 +136,7 @@ L12_CG_MAX_GROUP_WIDE = 10
 L12_CG_GROUPS_PER_ROW = 4
 
 #: inner="portfolio": seconds that column generation runs alone before PDHG's first turn
-#: (the record experiments' column-generation solves mostly finish within it)
+#: (a problem that column generation certifies within it never starts PDHG)
 PORTFOLIO_FIRST_SLICE = 0.5
 
 #: a restricted working-set problem whose certificate stays infinite (hinge-con: no
@@ -643,8 +643,8 @@ class _CheckHook:
         self.recorder, self.n_done, self.rows, self.full, self.shape = recorder, n_done, rows, full, shape
         self.n_infinite = 0
 
-    def __call__(self, Xs, Yc, gr):
-        self.recorder.n_done = self.n_done
+    def __call__(self, Xs, Yc, gr, n_iter):
+        self.recorder.n_done = self.n_done + n_iter
         if self.recorder.trace:
             Xc = np.zeros(self.shape)
             Xc[self.rows] = Xs

@@ -132,7 +132,8 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None):
 
     Returns (X, Y, omega, n_iter, last GapResult or None, stop reason).
     The certificate is evaluated every ``opts['check_every']`` iterations on
-    the PDHG output; ``on_check(X, Y, gapresult)`` may return True to stop.
+    the PDHG output; ``on_check(X, Y, gapresult, n_iter)`` (iterations of this run so
+    far) may return True to stop.
     """
     geo, op = prob.geo, prob.op
     s = 0.99 / prob.norm
@@ -166,7 +167,7 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None):
         k += 1
         if total % check_every == 0:
             last = prob.certificate(Xn, Yn, TX=TXn)
-            if last.rel_gap <= tol or (on_check is not None and on_check(Xn, Yn, last)):
+            if last.rel_gap <= tol or (on_check is not None and on_check(Xn, Yn, last, total)):
                 return Xn, Yn, omega, total, last, "converged"
             if deadline is not None and time.perf_counter() > deadline:
                 return Xn, Yn, omega, total, last, "time"
