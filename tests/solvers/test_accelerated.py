@@ -418,3 +418,45 @@ def test_working_set_pdhg_resumed_in_pieces_reaches_the_optimum(random_problem):
         calls += 1
     assert ws.converged and calls > 2 and ws.best.rel_gap <= 1e-7
     assert abs(ws.best.primal - pstar) <= 1e-6 * pstar
+
+
+class _FakeEngine:
+    """An engine for the portfolio's scheduler: each turn runs to its end and leaves the next
+    certified gap of ``gaps``; converged when the gap reaches 0."""
+
+    def __init__(self, name, gaps, order, shape):
+        self.name, self.gaps, self.order = name, list(gaps), order
+        self.X, self.Y = np.zeros(shape[0]), np.zeros(shape[1])
+        self.best, self.rounds, self.total, self.used = None, 0, 0, True
+        self.converged = self.finished = False
+
+    def start(self, *args):
+        pass
+
+    def advance(self, until):
+        self.order.append(self.name)
+        while time.perf_counter() < until:
+            pass
+        gap = self.gaps.pop(0)
+        self.rounds = self.total = self.rounds + 1
+        self.best = type("Gap", (), dict(primal=1.0 + gap, dual=1.0, gap=gap, rel_gap=gap,
+                                         theta=None))()
+        self.converged = self.finished = gap == 0.0
+
+
+def test_portfolio_turns_double_and_the_engine_nearer_to_tol_goes_first(random_problem, monkeypatch):
+    Phi, y, K = random_problem(1, M=6)
+    shape = ((7, K), (len(y), K))
+    order = []
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
+    monkeypatch.setattr(acc, "_ColumnGeneration",
+                        lambda *a, **k: _FakeEngine("cg", [5.0, 4.0, 3.0, 2.0], order, shape))
+    monkeypatch.setattr(acc, "_WorkingSet",
+                        lambda *a, **k: _FakeEngine("pdhg", [1.0, 0.5, 0.0], order, shape))
+    r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
+    # cg first (no gap yet), then pdhg leads on the gap and takes the first turn of each pair
+    assert order == ["cg", "pdhg", "pdhg", "cg", "pdhg"]
+    assert r.converged and r.settings["engine"] == "pdhg" and r.n_iter == 3
+    # allotments 0.01, 0.02, 0.04 s (each fake turn runs to its end; load can only add to them)
+    sec = r.settings["engine_seconds"]
+    assert sec["cg"] >= 0.02 - 1e-9 and sec["pdhg"] >= 0.04 - 1e-9

@@ -449,11 +449,12 @@ class _Portfolio:
     engines take turns, each turn bringing the engine's total time to the
     allotment, which doubles after every pair of turns. Each engine resumes
     where it paused (the master LP from HiGHS' basis, PDHG from its point, a
-    restart), so if the faster engine alone needs t seconds, the portfolio
-    needs at most about 2 t when it is column generation and 3 t when it is
-    PDHG (column generation's turn comes first), plus the first slice and the
-    turns' overshoot (a pricing round, a check interval of PDHG; a master LP
-    only in the first round). Both stop on the certified gap of the full problem;
+    restart). In each pair of turns the engine with the smaller certified gap
+    goes first (column generation before any gap), so if the faster engine
+    alone needs t seconds, the portfolio needs about 2 t when that engine also
+    leads on the gap (3 t at most when it trails until its last turn), plus
+    the first slice and the turns' overshoot (a pricing round, a check interval
+    of PDHG; a master LP only in the first round). Both stop on the certified gap of the full problem;
     the result is the first to meet ``tol``, or the one with the smaller gap.
     ``max_iter`` caps each engine's own count (rounds, iterations), and the
     result's ``n_iter`` is the count of the engine that produced it,
@@ -482,6 +483,9 @@ class _Portfolio:
         allot = max(float(PORTFOLIO_FIRST_SLICE), 1e-3)
         done = None
         while done is None and not all(eng.finished for _, eng in lanes):
+            # the engine nearer to tol (smaller certified gap) first: it is likelier to finish
+            # within its turn, before the other spends the new allotment
+            lanes.sort(key=lambda le: le[1].best.rel_gap if le[1].best is not None else np.inf)
             for lane, eng in lanes:
                 t0 = time.perf_counter()
                 until = t0 + allot - lane.spent
