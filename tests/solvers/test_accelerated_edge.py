@@ -1,6 +1,7 @@
 """Accelerated engines on awkward but valid input, against CVXPY/Clarabel (issue 16).
 
-Every engine (column generation, dual QP, PDHG, l2 coordinate descent) and both forms (hinge-reg,
+Every engine (column generation, dual QP, PDHG, l2 coordinate descent, and the
+column-generation / PDHG portfolio in short turns) and both forms (hinge-reg,
 hinge-con) on: standardised ``load_digits`` (constant pixels, hence all-zero
 columns), all-zero feature columns, duplicated columns, and duplicated samples
 with different labels. Each result must reach the CVXPY optimum to 1e-6
@@ -56,7 +57,7 @@ CASES = {
 #: (engine, penalty, groups) triples: each engine on the penalties it serves
 ENGINES = [("cg", "l1", None), ("cg", "l1inf", 2), ("cg", "l12", 2), ("qp", "l2", None),
            pytest.param("pdhg", "l1", None, marks=pytest.mark.slow), ("pdhg", "l2", None),
-           ("dcd", "l2", None)]
+           ("dcd", "l2", None), ("portfolio", "l1inf", 2)]
 
 
 def _check(Phi, y, K, method, pen, grp, inner, par, tol=1e-7, **kw):
@@ -87,7 +88,9 @@ def _check(Phi, y, K, method, pen, grp, inner, par, tol=1e-7, **kw):
 @pytest.mark.parametrize("engine,pen,grp", ENGINES)
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_engine_on_awkward_input(case, method, engine, pen, grp):
+def test_engine_on_awkward_input(case, method, engine, pen, grp, monkeypatch):
+    # the portfolio in turns of a millisecond: both of its engines run on the input
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
     Phi, y, K = CASES[case]()
     L = len(y)
     par = 1.0 if method == "hinge-reg" else 0.7 * L  # feasible: conflicting pairs cost >= 2 each

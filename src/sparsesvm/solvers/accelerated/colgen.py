@@ -25,8 +25,8 @@ from scipy.optimize import linprog
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from . import highs
 
-__all__ = ["_Master", "_Pricing", "_column_generation", "_ColumnGeneration", "SLACK_COST_START", "SLACK_COST_MAX",
-           "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_DROP_AFTER"]
+__all__ = ["_Master", "_Pricing", "_column_generation", "_ColumnGeneration", "SLACK_COST_START",
+           "SLACK_COST_MAX", "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_DROP_AFTER"]
 
 #: first cost of the elastic slack of the hinge-con master (it is multiplied by 10
 #: while the slack stays in use with no atom left to price, up to SLACK_COST_MAX)
@@ -295,8 +295,8 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
 
 class _ColumnGeneration:
     """The column generation as a resumable loop (:func:`_column_generation` runs it to
-    the end; the engine portfolio of :mod:`~sparsesvm.solvers.accelerated.portfolio`
-    runs it in time slices).
+    the end; the engine portfolio, :class:`sparsesvm.solvers.accelerated.hinge._Portfolio`,
+    runs it in turns).
 
     Parameters
     ----------

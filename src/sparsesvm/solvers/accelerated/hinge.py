@@ -54,8 +54,9 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   size separates the l1 / l1inf problems that column generation certifies in seconds
   (real MNIST scattering, load_digits) from those where it stalls and PDHG does not
   (dense noisy problems with many support vectors): measured by
-  ``benchmarks/bench_engines.py``, the engines differ by up to 100x either way, the
-  portfolio costs at most about twice the faster one.
+  ``benchmarks/bench_engines.py``, the engines differ by 4x to more than 100x either way;
+  the portfolio costs about twice the faster one (:class:`_Portfolio`). ``"cg"`` or
+  ``"pdhg"`` forced makes the engine, hence the returned point, independent of timing.
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
   with switchable ingredients:
 
