@@ -17,6 +17,7 @@ from sparsesvm import solvers as S
 from sparsesvm.model.certificates import smooth_gap
 from sparsesvm.model.operator import MulticlassOperator
 from sparsesvm.model.penalties import make_penalty
+from sparsesvm.solvers.accelerated import smooth
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
              ("l1inf", 3), ("l1inf", "features")]
@@ -173,3 +174,21 @@ def test_bad_input():
 
     with pytest.raises(ValueError, match="across-class"):
         smooth.solve("ova", Phi, y, K, make_penalty("l12", "features", Phi.shape[1], K), 1.0)
+
+
+@pytest.mark.parametrize("method,penalty,groups", [("square", "l1inf", 3), ("logit", "l1", None),
+                                                   ("ova", "l12", 3), ("square", "l12", "features"),
+                                                   ("logit", "l2", None)])
+def test_fista_path_reaches_the_cvxpy_optimum(method, penalty, groups, monkeypatch):
+    """The large problems' engine (L K > FISTA_MIN_SCORES, no QPs), forced on a small one."""
+    monkeypatch.setattr(smooth, "FISTA_MIN_SCORES", 0)
+    monkeypatch.setattr(smooth.smooth_qp, "QP_MAX_SCORES", 0)
+    monkeypatch.setattr(smooth, "KERNEL_MAX", 0)
+    Phi, y, K = _problem()
+    lam = 1.5
+    pstar, _ = _optimum(method, penalty, groups, lam)
+    tol = 1e-8
+    geo = make_penalty(penalty, groups, Phi.shape[1], K)
+    r = smooth.solve(method, Phi, y, K, geo, lam, tol=tol)
+    assert r.converged and r.rel_gap <= tol
+    assert abs(r.objective - pstar) / pstar <= tol + (5e-6 if method == "logit" else 1e-7)
