@@ -23,6 +23,8 @@ Usage::
     python benchmarks/bench_smooth.py --problems mnist --methods square --no-anchor   # quick
     python benchmarks/bench_smooth.py --mirror ../shared/data --tol 1e-6 --cd-only   # issue 13
     python benchmarks/bench_smooth.py --mirror ../shared/data --problems mnist-real
+    python benchmarks/bench_smooth.py --mirror ../shared/data --problems mnist-real \
+        --mnist-L 1000 --max-time 300 --no-anchor --cd-only   # the FISTA path, L K > 5000
 """
 
 import argparse
@@ -48,24 +50,38 @@ def mnist_best_alphas(L=100, path=E2_BEST_ALPHA):
     return {m: best[m] for m in ("square", "logit", "ova")}
 
 
-def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, cd_only):
+def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, cd_only,
+        max_time=None):
     """One problem: the accelerated fit, then (optionally) coordinate descent alone, the
-    paper's algorithm and the anchor."""
+    paper's algorithm and the anchor. With ``max_time`` the accelerated fits call
+    :func:`sparsesvm.solvers.accelerated.smooth.solve` (the estimator's engine) with that
+    wall-clock cap."""
     def fit(Phi, y):   # a new estimator per call: the rows below read each fit's own
+        if max_time is not None:
+            from types import SimpleNamespace
+
+            from sparsesvm.solvers.accelerated import smooth
+
+            K = int(y.max()) + 1
+            geo = h.make_penalty(penalty, groups, Phi.shape[1], K)
+            r = smooth.solve(method, Phi, y, K, geo, 1.0 / alpha, tol=tol, max_time=max_time)
+            return SimpleNamespace(rel_gap_=r.rel_gap, objective_=r.objective)
         return h.SparseSVC(method=method, penalty=penalty, groups=groups, alpha=alpha, tol=tol,
                            solver="accelerated").fit(Phi, y)
 
     ours, t_ours = h.timed(fit, Phi, y)
     row = dict(problem=name, method=method, penalty=f"{penalty}/{groups}" if groups else penalty,
                alpha=alpha, ours_s=t_ours, ours_gap=ours.rel_gap_, ours_obj=ours.objective_)
-    if cd_only:   # the same solver without its working-set QPs (as without clarabel)
-        from sparsesvm.solvers.accelerated import smooth_qp
+    if cd_only:   # the same solver without its working-set QPs (as without clarabel) and
+        # without FISTA on the large problems: coordinate descent alone
+        from sparsesvm.solvers.accelerated import smooth, smooth_qp
 
-        saved, smooth_qp.clarabel = smooth_qp.clarabel, None
+        saved = smooth_qp.clarabel, smooth.FISTA_MIN_SCORES
+        smooth_qp.clarabel, smooth.FISTA_MIN_SCORES = None, float("inf")
         try:
             cd, t_cd = h.timed(fit, Phi, y)
         finally:
-            smooth_qp.clarabel = saved
+            smooth_qp.clarabel, smooth.FISTA_MIN_SCORES = saved
         row.update(cd_s=t_cd, cd_gap=cd.rel_gap_)
     if paper_iter:
         pap, t_pap = h.timed(h.SparseSVC(method=method, penalty=penalty, groups=groups,
@@ -93,8 +109,9 @@ def cases(args):
             if pen in penalties:
                 out += [("leukemia", Phi, y, pen, g, al, None) for al in alphas]
     if "mnist-real" in problems:
-        Phi, y, _, _, _ = h.mnist_scattering(args.mirror, 100)
-        out += [("MNIST L=100", Phi, y, "l1inf", 81, al, (m,)) for m, al in mnist_best_alphas().items()]
+        Phi, y, _, _, _ = h.mnist_scattering(args.mirror, args.mnist_L)
+        out += [(f"MNIST L={args.mnist_L}", Phi, y, "l1inf", 81, al, (m,))
+                for m, al in mnist_best_alphas().items()]
     if "mnist" in problems:
         Phi, y = h.gamma_scattering_like()
         out += [("mnist-like L=100", Phi, y, "l1inf", 81, al, None) for al in (0.1, 1.0)]
@@ -112,7 +129,13 @@ def main(argv=None):
     ap.add_argument("--no-anchor", action="store_true")
     ap.add_argument("--cd-only", action="store_true",
                     help="also time the accelerated solver without its working-set QPs "
-                         "(coordinate descent alone, as without clarabel)")
+                         "and its FISTA path (coordinate descent alone)")
+    ap.add_argument("--mnist-L", type=int, default=100,
+                    help="training images of mnist-real (class-balanced, seeded; the alphas stay "
+                         "E2's best at L = 100)")
+    ap.add_argument("--max-time", type=float, default=None,
+                    help="wall-clock cap (s) of each accelerated fit (then run through "
+                         "smooth.solve, the estimator's engine)")
     ap.add_argument("--paper-iter", type=int, default=0,
                     help="also run the paper's algorithm with stopping='gap' up to this many "
                          "iterations")
@@ -126,7 +149,8 @@ def main(argv=None):
         for m in a.methods.split(","):
             if only is not None and m not in only:
                 continue
-            r = run(name, Phi, y, m, pen, g, al, a.tol, not a.no_anchor, a.paper_iter, a.cd_only)
+            r = run(name, Phi, y, m, pen, g, al, a.tol, not a.no_anchor, a.paper_iter, a.cd_only,
+                    a.max_time)
             rows.append(r)
             cd = f"{r['cd_s']:.2f} | {r['cd_gap']:.1e}" if "cd_s" in r else "- | -"
             paper = (f"{r['paper_s']:.2f} | {r['paper_gap']:.1e} ({r['paper_iter']})"
