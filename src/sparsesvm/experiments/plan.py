@@ -201,11 +201,10 @@ def _check_grid(gwhere, exp, grid):
         raise ConfigError(f"{gwhere}.method: 'liblinear-cs' solves the l2 problem only, got penalty {pen!r}")
     if "precision" in grid:
         from ..solvers.registry import check_precision
+        from .runner import core_method
 
-        # the liblinear peer is SparseSVC(method="hinge-reg", solver="liblinear")
-        fit_method, fit_solver = ("hinge-reg", "liblinear") if method == "liblinear-cs" else (method, solver)
         try:
-            check_precision(grid["precision"], fit_method, fit_solver)
+            check_precision(grid["precision"], *core_method(method, solver))
         except ValueError as exc:
             raise ConfigError(f"{gwhere}.precision: {exc}") from None
 

@@ -42,6 +42,7 @@ __all__ = [
     "METHODS",
     "RECORD_FIELDS",
     "PEER_METHOD",
+    "core_method",
     "PENALTIES",
     "WEIGHT_THRESHOLD",
     "run_job",
@@ -56,6 +57,15 @@ METHODS = _core.METHODS
 #: The l2 peer (scikit-learn/liblinear Crammer-Singer), fitted by :class:`sparsesvm.CrammerSingerSVC`.
 PEER_METHOD = "liblinear-cs"
 PENALTIES = _core.PENALTIES
+
+
+def core_method(method, solver):
+    """``(method, solver)`` as :mod:`sparsesvm.core` fits a job's method: the l2 peer
+    :data:`PEER_METHOD` is the registry's solver ``"liblinear"`` for hinge-reg, the other
+    methods are themselves."""
+    return ("hinge-reg", "liblinear") if method == PEER_METHOD else (method, solver)
+
+
 #: Threshold of ``n_weights_above_1e-5`` (spec E5: weights above 1e-5 in absolute value).
 WEIGHT_THRESHOLD = 1e-5
 
@@ -339,7 +349,7 @@ def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, 
             raise ValueError(f"method {PEER_METHOD!r} takes no solver/stopping option (got {solver!r}, {stopping!r})")
         # the peer is the registry's solver "liblinear" for hinge-reg (imports scikit-learn when run);
         # its family refuses other penalties and a trace (here), and a reference (in the fit)
-        method, solver, stopping = "hinge-reg", "liblinear", "auto"
+        (method, solver), stopping = core_method(method, solver), "auto"
     # the checks of SparseSVC, before the features are read (groups <= M is checked in fit)
     groups = _core.check_groups(penalty, groups, None, method)
     params = _core.check_params(method, penalty, alpha, tol, max_iter, DEFAULT_STEP_RATIO,

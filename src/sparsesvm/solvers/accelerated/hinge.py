@@ -511,7 +511,7 @@ class _Portfolio:
                              engine_seconds={ln.name: ln.spent for ln, _ in lanes})
         self.settings["working_set"] = ws.used
         best = eng.best
-        if best is None:  # column generation stopped inside its first master LP
+        if best is None:  # no engine had a turn (the deadline passed first): X = 0's certificate
             best = _full_gap(op, geo, kind, par, eng.X, eng.Y)
         return recorder.result(kind, eng.X, eng.Y, best, n_iter, eng.converged, self.settings)
 

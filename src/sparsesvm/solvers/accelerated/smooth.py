@@ -70,7 +70,7 @@ import numpy as np
 
 from ..._sparse import issparse
 from ...model.certificates import SMOOTH_METHODS, smooth_gap_scores
-from ...model.operator import check_double
+from ...model.operator import check_double, power_norm
 from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
 from . import smooth_qp
@@ -616,17 +616,11 @@ class _CoordinateDescent:
         c = _curvature(method, self.W.shape[1])
         nP2 = max(nP2, 1e-12 * L)                                   # (all-zero columns)
         Lmax = lam * c * nP2 * (2.0 if units.sparse else 1.0)
-        # the biases' weight in the metric: L / ||P||_2^2 (power iterations; an
-        # overestimate of ||P|| makes the bias steps too long and the backtracking
-        # then shortens every step; Lmax stays a bound since est <= nP2)
-        v = np.random.default_rng(0).standard_normal(rows.size)
-        est = 0.0
-        for _ in range(30):
-            v = np.asarray(P.T @ np.asarray(P @ v)).ravel()
-            nv = float(np.linalg.norm(v))
-            if nv == 0.0:
-                break
-            est, v = nv, v / nv
+        # the biases' weight in the metric: L / ||P||_2^2 (an overestimate of ||P|| makes
+        # the bias steps too long and the backtracking then shortens every step; Lmax
+        # stays a bound since est <= nP2)
+        est = power_norm(lambda v: np.asarray(P @ v).ravel(), lambda u: np.asarray(P.T @ u).ravel(),
+                         (rows.size,), max_iter=30) ** 2
         sb = L / (min(est, nP2) if est > 0 else nP2)
         Lc = Lmax / 64.0 if self._fista_L is None else min(self._fista_L, Lmax)
         W, b, S = self.W[rows].copy(), self.b.copy(), self.S.copy()
