@@ -127,11 +127,12 @@ L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
 #: ... and also when a group has at most L12_CG_MAX_GROUP_WIDE entries and there are at
 #: least L12_CG_GROUPS_PER_ROW groups per hinge row: measured (benchmarks/bench_l12_engines.py
-#: --real --cap 30), column generation certifies 1e-5 in 0.02-0.30 s on raw leukemia with
-#: blocks of 5, 9 and 10 (28-56 groups a row) where PDHG stops at 13-30 s at gaps of 0.26 to
-#: 14 (or none), and 1e-4 in at most 4 s on MNIST scattering features of 30 and 100 images
-#: with blocks of 9 and 10 (4.4-16 a row) where PDHG takes 0.01 s to more than 30 s (faster
-#: once: 0.04 against 0.24 s, 100 images, blocks of 9, alpha = 3); with about 1 group a row
+#: --real --cap 30, a fresh clone of the final tree), column generation certifies 1e-5 in
+#: 0.02-0.18 s on raw leukemia with blocks of 5, 9 and 10 (28-56 groups a row) where PDHG stops
+#: at 11-30 s at gaps of 0.26 to 14 (or none), and 1e-4 in at most 2.3 s on MNIST scattering
+#: features of 30 and 100 images with blocks of 9 and 10 (4.4-16 a row) where PDHG takes
+#: 0.01 s to more than 30 s (faster once: 0.04 against 0.21 s, 100 images, blocks of 9,
+#: alpha = 3); with about 1 group a row
 #: (benchmarks/bench_family.py's dense noisy problems, blocks of 10) PDHG wins
 L12_CG_MAX_GROUP_WIDE = 10
 L12_CG_GROUPS_PER_ROW = 4
