@@ -180,10 +180,13 @@ def test_bad_input():
                                                    ("ova", "l12", 3), ("square", "l12", "features"),
                                                    ("logit", "l2", None)])
 def test_fista_path_reaches_the_cvxpy_optimum(method, penalty, groups, monkeypatch):
-    """The large problems' engine (L K > FISTA_MIN_SCORES, no QPs), forced on a small one."""
+    """The large problems' engine (L K > FISTA_MIN_SCORES, no QPs), forced on a small one
+    (term generation off: FISTA alone)."""
     monkeypatch.setattr(smooth, "FISTA_MIN_SCORES", 0)
     monkeypatch.setattr(smooth.smooth_qp, "QP_MAX_SCORES", 0)
     monkeypatch.setattr(smooth, "KERNEL_MAX", 0)
+    monkeypatch.setattr(smooth, "TERMS_MAX_GAP", 0.0)
+    monkeypatch.setattr(smooth.smooth_qp, "solve_terms", None)   # never called
     Phi, y, K = _problem()
     lam = 1.5
     pstar, _ = _optimum(method, penalty, groups, lam)
@@ -192,3 +195,34 @@ def test_fista_path_reaches_the_cvxpy_optimum(method, penalty, groups, monkeypat
     r = smooth.solve(method, Phi, y, K, geo, lam, tol=tol)
     assert r.converged and r.rel_gap <= tol
     assert abs(r.objective - pstar) / pstar <= tol + (5e-6 if method == "logit" else 1e-7)
+
+
+@pytest.mark.parametrize("method,penalty,groups", [("square", "l1inf", 3), ("ova", "l1", None),
+                                                   ("square", "l1", None), ("ova", "l1inf", 3)])
+@pytest.mark.parametrize("max_gap", [np.inf, 0.5])
+def test_term_generation_path_reaches_the_cvxpy_optimum(method, penalty, groups, max_gap,
+                                                        monkeypatch):
+    """Square and one-vs-all above the full QPs' size (forced on a small problem): FISTA,
+    then term and group generation once the gap is at most TERMS_MAX_GAP (from the
+    start, or mid-way); the fit ends at the CVXPY optimum, and term generation gave it."""
+    monkeypatch.setattr(smooth, "FISTA_MIN_SCORES", 0)
+    monkeypatch.setattr(smooth.smooth_qp, "QP_MAX_SCORES", 0)
+    monkeypatch.setattr(smooth, "TERMS_MAX_GAP", max_gap)
+    calls = []
+    orig = smooth.smooth_qp.solve_terms
+
+    def spy(*a, **kw):
+        out = orig(*a, **kw)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(smooth.smooth_qp, "solve_terms", spy)
+    Phi, y, K = _problem()
+    lam = 1.5
+    pstar, _ = _optimum(method, penalty, groups, lam)
+    tol = 1e-8
+    geo = make_penalty(penalty, groups, Phi.shape[1], K)
+    r = smooth.solve(method, Phi, y, K, geo, lam, tol=tol)
+    assert r.converged and r.rel_gap <= tol
+    assert abs(r.objective - pstar) / pstar <= tol + 1e-7
+    assert any(calls)

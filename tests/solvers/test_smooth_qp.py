@@ -134,3 +134,57 @@ def test_failed_qps_fall_back_to_coordinate_descent(method, monkeypatch):
                     solver="accelerated").fit(Phi, y)
     assert calls and clf.converged_ and clf.rel_gap_ <= tol
     assert abs(clf.objective_ - pstar) / pstar <= (5e-6 if method == "logit" else 1e-7)
+
+
+TERM_CASES = [(m, p, g) for m in ("square", "ova") for p, g in (("l1", None), ("l1inf", 4))]
+
+
+@pytest.mark.parametrize("start", ["zero", "midway"])
+@pytest.mark.parametrize("method,penalty,groups", TERM_CASES)
+def test_term_generation_is_the_cvxpy_optimum(method, penalty, groups, start):
+    """Term and group generation (the QPs carry only the near-active hinge terms and the
+    non-zero or nearly violated groups) ends at the optimum of the problem with every
+    term and group, from zero (every term active) and from a point where most terms and
+    groups are left out."""
+    Phi, y, K = make_random_problem(7, L=40, M=24, K=4, shift=0.8)
+    lam = 3.0
+    pstar, _ = cr.solve(method, Phi, y, K, penalty, groups, lam=lam)
+    P = Phi - Phi.mean(axis=0)
+    geo = make_penalty(penalty, groups, P.shape[1], K)
+    Ypm = -np.ones((len(y), K))
+    Ypm[np.arange(len(y)), y] = 1.0
+    obj = lambda W, S: geo.weight_value(W) + lam * smooth._loss(method, S, y, Ypm)  # noqa: E731
+    W0, b0 = np.zeros((P.shape[1], K)), np.zeros(K)
+    if start == "midway":  # a few iterations of the full problem's coordinate descent
+        W0 = smooth.solve(method, P, y, K, geo, lam, tol=0.3, max_iter=3).X[:-1]
+        W0 = np.where(np.abs(W0) > 0.5 * np.abs(W0).max(), W0, 0.0)
+    sizes = []
+    orig = smooth_qp._QP.__init__
+
+    def spy(self, *a, **kw):
+        orig(self, *a, **kw)
+        sizes.append((self.codes.size, self.ib))
+
+    smooth_qp._QP.__init__ = spy
+    try:
+        out = smooth_qp.solve_terms(
+            method, P, y, K, geo, lam, W0, b0, objective=obj,
+            margins=lambda S: smooth._margins(method, S, y, Ypm),
+            score_grad=lambda S: smooth._score_grad(method, S, y, Ypm), deadline=np.inf)
+    finally:
+        smooth_qp._QP.__init__ = orig
+    assert out is not None
+    W, b, n_qp = out
+    assert n_qp == len(sizes) >= 1
+    assert abs(obj(W, P @ W + b) - pstar) / pstar <= 1e-7
+    if start == "midway":   # the first QP left terms or weights out
+        assert sizes[0][0] < len(y) * K or sizes[0][1] < W.size
+
+
+def test_free_weights_are_for_polyhedral_penalties():
+    """Fixing weights at 0 by leaving them out is built for the entry-wise group rows of
+    l1 and l1,inf; l1,2's cones are refused by name."""
+    Phi, y, K = make_random_problem(8, L=10, M=6, K=3)
+    geo = make_penalty("l12", 3, 6, K)
+    with pytest.raises(ValueError, match="l1 and l1inf"):
+        smooth_qp._QP("square", Phi, y, K, geo, 1.0, free=np.ones((6, K), dtype=bool))

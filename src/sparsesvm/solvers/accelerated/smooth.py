@@ -45,7 +45,15 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   ``c ||Phi_u||^2`` is far above the curvature met along the iterates, most
   squared hinges being inactive), where FISTA certifies logit and ova to 1e-6
   (measured: README, "Deviations", the smooth baselines;
-  ``benchmarks/bench_smooth.py --problems mnist-real --mnist-L 1000``).
+  ``benchmarks/bench_smooth.py --problems mnist-real --mnist-L 1000``);
+* on those large problems, square and one-vs-all with l1 or l1,inf switch to **term and
+  group generation** once the full certified gap is at most :data:`TERMS_MAX_GAP`
+  (:func:`~sparsesvm.solvers.accelerated.smooth_qp.solve_terms`): the working-set
+  subproblem is solved exactly by QPs that carry only the hinge terms near activity
+  and the groups near violation (a few hundred of MNIST L = 1000's 9000 squared
+  hinges), grown until none is missing. FISTA alone left square at MNIST L = 1000
+  far from its certified 1e-6 (the last squared hinges and the support are found
+  slowly; measured in the README, "Deviations").
 
 A fit stops at the certified gap ``tol``, at ``max_iter`` epochs (a QP
 counts as one), or when the certified gap has not halved in
@@ -75,7 +83,8 @@ from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
 from . import smooth_qp
 
-__all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON", "FISTA_MIN_SCORES"]
+__all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON", "FISTA_MIN_SCORES",
+           "TERMS_MAX_GAP"]
 
 #: smallest working set (units)
 MIN_WS = 10
@@ -88,6 +97,12 @@ STALL_EPOCHS = 500
 #: with ``L K >`` this many scores (and no QP path), the working-set subproblems are
 #: solved by FISTA (:meth:`_CoordinateDescent.accelerated`) instead of coordinate descent
 FISTA_MIN_SCORES = 5000
+#: term generation (square and one-vs-all above ``smooth_qp.QP_MAX_SCORES`` scores) is tried
+#: once the full certified gap is at most this, and again only after the gap has fallen
+#: tenfold since a try that gave no point (from farther, the terms active at the solution
+#: are not yet the near-active ones: on MNIST L = 1000 the QPs tried at gaps of 136 to 5.7
+#: ended with too many terms)
+TERMS_MAX_GAP = 1.0
 #: the stall rule of the FISTA path (iterations without halving the certified gap; with
 #: 3000, MNIST L = 1000 square stopped while it was still improving)
 FISTA_STALL = 10000
@@ -284,6 +299,17 @@ def _l1_newton(method, Phi, y, Ypm, lam, W, b, S, iters=20):
     W[js, ks] = w
     b[:] = bb
     return Sc
+
+
+def _margins(method, S, y, Ypm):
+    """The hinge terms' margins (L, K) of square (``1 + s_lk - s_lz``, ``-inf`` at
+    ``k = z_l``) and one-vs-all (``1 - y_lk s_lk``): a term is active where its margin is > 0."""
+    if method == "ova":
+        return 1.0 - Ypm * S
+    ar = np.arange(S.shape[0])
+    Z = S - S[ar, y][:, None] + 1.0
+    Z[ar, y] = -np.inf
+    return Z
 
 
 def _loss(method, S, y, Ypm):
@@ -569,21 +595,34 @@ class _CoordinateDescent:
         gb = np.abs(Gs.sum(axis=0)).max()
         return gb <= 1e-9 * max(np.abs(Gs).sum(axis=0).max(), 1e-300) or epochs % 200 == 0
 
-    def exact_subproblem(self, rows, inner_tol, deadline):
+    def exact_subproblem(self, rows, inner_tol, deadline, terms=False):
         """Solve the subproblem on the feature ``rows`` (those of the working set, not
         empty) as conic QPs (:mod:`.smooth_qp`; l1, l12, l1inf): the number of QPs solved,
-        or 0 when they did not lower the objective (the caller then runs :meth:`subproblem`)."""
+        or 0 when they did not lower the objective (the caller then runs :meth:`subproblem`
+        or :meth:`accelerated`). ``terms``: by term generation
+        (:func:`~.smooth_qp.solve_terms`; square and one-vs-all), which also gives 0 while
+        too many terms are near-active."""
         sub_geo = self.units.sub_geo(rows)
         P = self.units.Phi[:, rows]
         P = P.toarray() if self.units.sparse else np.ascontiguousarray(P)
         method, y, Ypm, lam = self.method, self.y, self.Ypm, self.lam
-        out = smooth_qp.solve_subproblem(
-            method, P, y, self.W.shape[1], sub_geo, lam, self.W[rows], self.b,
-            objective=lambda W, S: sub_geo.weight_value(W) + lam * _loss(method, S, y, Ypm),
-            score_grad=lambda S: _score_grad(method, S, y, Ypm),
-            score_hessian=lambda S: _score_hessian(method, S, y, Ypm),
-            certify=lambda W, S: smooth_gap_scores(method, P, y, S, W, sub_geo, lam).rel_gap,
-            inner_tol=inner_tol, deadline=deadline)
+
+        def objective(W, S):
+            return sub_geo.weight_value(W) + lam * _loss(method, S, y, Ypm)
+
+        if terms:
+            out = smooth_qp.solve_terms(
+                method, P, y, self.W.shape[1], sub_geo, lam, self.W[rows], self.b,
+                objective=objective, margins=lambda S: _margins(method, S, y, Ypm),
+                score_grad=lambda S: _score_grad(method, S, y, Ypm), deadline=deadline)
+        else:
+            out = smooth_qp.solve_subproblem(
+                method, P, y, self.W.shape[1], sub_geo, lam, self.W[rows], self.b,
+                objective=objective,
+                score_grad=lambda S: _score_grad(method, S, y, Ypm),
+                score_hessian=lambda S: _score_hessian(method, S, y, Ypm),
+                certify=lambda W, S: smooth_gap_scores(method, P, y, S, W, sub_geo, lam).rel_gap,
+                inner_tol=inner_tol, deadline=deadline)
         if out is None:
             return 0
         Wn, bn, n_qp = out
@@ -792,6 +831,11 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
     best = (np.inf, 0)
     exact = smooth_qp.available(cd.geo, *cd.S.shape)
     fista = not exact and cd.S.size > FISTA_MIN_SCORES
+    # too large for the full QPs: square and one-vs-all solve them by term generation once
+    # few enough terms are near-active (until then, and for logit, FISTA)
+    terms = not exact and smooth_qp.terms_available(cd.method, cd.geo)
+    exact = exact or terms
+    terms_tried = np.inf   # the full gap at the last term generation that gave no point
     stall_after = FISTA_STALL if fista else STALL_EPOCHS
     last_ws = None
     while True:
@@ -814,12 +858,15 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
             # the gap): coordinate descent polishes from here
             exact, best = False, (full.rel_gap, epochs)
         rows = cd.units.rows(ws) if exact else None
-        if exact and 0 < rows.size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
-            n_qp = cd.exact_subproblem(rows, inner_tol, deadline)
+        if terms and (full.rel_gap > TERMS_MAX_GAP or full.rel_gap > 0.1 * terms_tried):
+            pass   # term generation waits for a point whose near-active terms are the final ones
+        elif exact and 0 < rows.size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
+            n_qp = cd.exact_subproblem(rows, inner_tol, deadline, terms=terms)
             if n_qp:
                 epochs += n_qp
                 last_ws = (ws, full.rel_gap)
                 continue
+            terms_tried = full.rel_gap
         if fista and ws.size:
             epochs = cd.accelerated(ws, inner_tol, epochs, max_iter, deadline)
         else:
