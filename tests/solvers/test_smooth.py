@@ -202,11 +202,10 @@ def test_fista_path_reaches_the_cvxpy_optimum(method, penalty, groups, monkeypat
 @pytest.mark.parametrize("max_gap", [np.inf, 0.5])
 def test_term_generation_path_reaches_the_cvxpy_optimum(method, penalty, groups, max_gap,
                                                         monkeypatch):
-    """Square and one-vs-all above the full QPs' size (forced on a small problem): FISTA,
-    then term and group generation once the gap is at most TERMS_MAX_GAP (from the
+    """Square and one-vs-all from TERMS_MIN_SCORES scores on (forced on a small problem):
+    FISTA, then term and group generation once the gap is at most TERMS_MAX_GAP (from the
     start, or mid-way); the fit ends at the CVXPY optimum, and term generation gave it."""
-    monkeypatch.setattr(smooth, "FISTA_MIN_SCORES", 0)
-    monkeypatch.setattr(smooth.smooth_qp, "QP_MAX_SCORES", 0)
+    monkeypatch.setattr(smooth.smooth_qp, "TERMS_MIN_SCORES", 0)
     monkeypatch.setattr(smooth, "TERMS_MAX_GAP", max_gap)
     calls = []
     orig = smooth.smooth_qp.solve_terms

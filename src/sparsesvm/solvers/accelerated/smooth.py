@@ -32,7 +32,9 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   method in sample space (:func:`_l2_kernel_newton`);
 * for l1, l1,2 and l1,inf with ``L K <=``
   :data:`~sparsesvm.solvers.accelerated.smooth_qp.QP_MAX_SCORES` (and
-  clarabel installed), the working-set subproblems are **conic QPs** solved
+  clarabel installed; square and one-vs-all with l1 or l1,inf only below
+  :data:`~sparsesvm.solvers.accelerated.smooth_qp.TERMS_MIN_SCORES`, see the term
+  generation below), the working-set subproblems are **conic QPs** solved
   by an interior-point method (:mod:`.smooth_qp`: square and one-vs-all
   exactly, logit by proximal Newton steps); the working sets grow as in a
   column generation, and coordinate descent takes over once a working set
@@ -46,14 +48,16 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   squared hinges being inactive), where FISTA certifies logit and ova to 1e-6
   (measured: README, "Deviations", the smooth baselines;
   ``benchmarks/bench_smooth.py --problems mnist-real --mnist-L 1000``);
-* on those large problems, square and one-vs-all with l1 or l1,inf switch to **term and
-  group generation** once the full certified gap is at most :data:`TERMS_MAX_GAP`
+* square and one-vs-all with l1 or l1,inf from
+  :data:`~sparsesvm.solvers.accelerated.smooth_qp.TERMS_MIN_SCORES` scores on (MNIST from
+  L = 30) take the FISTA path and switch to **term and group generation** once the full
+  certified gap is at most :data:`TERMS_MAX_GAP`
   (:func:`~sparsesvm.solvers.accelerated.smooth_qp.solve_terms`): the working-set
   subproblem is solved exactly by QPs that carry only the hinge terms near activity
   and the groups near violation (a few hundred of MNIST L = 1000's 9000 squared
   hinges), grown until none is missing. FISTA alone left square at MNIST L = 1000
-  far from its certified 1e-6 (the last squared hinges and the support are found
-  slowly; measured in the README, "Deviations").
+  far from its certified 1e-6, and the full QPs grow with L K (measured in the README,
+  "Deviations").
 
 A fit stops at the certified gap ``tol``, at ``max_iter`` epochs (a QP
 counts as one), or when the certified gap has not halved in
@@ -829,12 +833,12 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
     n_outer = 0
     ws_size = MIN_WS
     best = (np.inf, 0)
-    exact = smooth_qp.available(cd.geo, *cd.S.shape)
-    fista = not exact and cd.S.size > FISTA_MIN_SCORES
-    # too large for the full QPs: square and one-vs-all solve them by term generation once
-    # few enough terms are near-active (until then, and for logit, FISTA)
-    terms = not exact and smooth_qp.terms_available(cd.method, cd.geo)
-    exact = exact or terms
+    # square and one-vs-all (l1, l1inf) from smooth_qp.TERMS_MIN_SCORES scores on: FISTA, then
+    # term generation once the gap is at most TERMS_MAX_GAP; smaller problems, logit and l12:
+    # full QPs up to smooth_qp.QP_MAX_SCORES, above that FISTA
+    terms = smooth_qp.terms_available(cd.method, cd.geo, *cd.S.shape)
+    exact = terms or smooth_qp.available(cd.geo, *cd.S.shape)
+    fista = terms or (not exact and cd.S.size > FISTA_MIN_SCORES)
     terms_tried = np.inf   # the full gap at the last term generation that gave no point
     stall_after = FISTA_STALL if fista else STALL_EPOCHS
     last_ws = None

@@ -25,8 +25,8 @@ of 5 (scipy 1.16's bundled HiGHS 1.12) and on 1 of 2 (highspy 1.16: 33800
 iterations in 5 s on 553 variables), where Clarabel took 12 and 20 ms to a
 relative gap of 1e-10.
 
-Problems with more than :data:`QP_MAX_SCORES` scores (square and one-vs-all, l1 and
-l1,inf) are solved by **term and group generation** (:func:`solve_terms`): QPs that carry
+Square and one-vs-all with l1 and l1,inf from :data:`TERMS_MIN_SCORES` scores on are
+solved by **term and group generation** (:func:`solve_terms`): QPs that carry
 only the hinge terms near activity and the groups near violation, grown until none is
 missing.
 
@@ -50,7 +50,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     clarabel = None
 
 __all__ = ["available", "terms_available", "solve_subproblem", "solve_terms", "QP_MAX_SCORES",
-           "QP_MAX_WEIGHTS", "NEWTON_STEPS", "TERMS_MAX_SCORES", "TERMS_MARGIN", "TERMS_ROUNDS"]
+           "QP_MAX_WEIGHTS", "NEWTON_STEPS", "TERMS_MIN_SCORES", "TERMS_MAX_SCORES", "TERMS_MARGIN",
+           "TERMS_ROUNDS"]
 
 #: largest L * K (score variables and equality rows) for which the working-set
 #: subproblems are solved as conic QPs; larger problems keep coordinate descent
@@ -70,7 +71,13 @@ NEWTON_STEPS = 30
 TOL = 1e-12
 #: scaled weights below this are zeros of the model (see the module docstring)
 ZERO = 1e-7
-#: term generation (:func:`solve_terms`): largest number of score variables of its QPs
+#: term generation (:func:`solve_terms`) from this many scores L K on; below, the full QPs.
+#: MNIST scattering, l1,inf/81, tol 1e-6 (same run, each path alone): term generation
+#: certified square and one-vs-all faster at L = 30 (300 scores) and L = 100; on raw
+#: leukemia (L = 38, K = 3: 114 scores; E1's l1 and l1,inf/5 cells) the full QPs were
+#: faster (the closing note of issue 13 has the figures)
+TERMS_MIN_SCORES = 300
+#: term generation: largest number of score variables of its QPs
 TERMS_MAX_SCORES = 1500
 #: a hinge term enters the QP when its margin (``1 + s_lk - s_lz`` for square,
 #: ``1 - y_lk s_lk`` for one-vs-all) exceeds ``-TERMS_MARGIN`` at the current point, a
@@ -90,10 +97,12 @@ def available(geo, n_samples, n_classes):
             and n_samples * n_classes <= QP_MAX_SCORES)
 
 
-def terms_available(method, geo):
-    """Whether the working-set subproblems of a problem too large for :func:`available` can
-    be solved by term generation (:func:`solve_terms`: square and one-vs-all)."""
-    return clarabel is not None and method in ("square", "ova") and geo.name in ("l1", "l1inf")
+def terms_available(method, geo, n_samples, n_classes):
+    """Whether the working-set subproblems of this problem are solved by term generation
+    (:func:`solve_terms`: square and one-vs-all, l1 and l1,inf, at least
+    :data:`TERMS_MIN_SCORES` scores) instead of the full QPs of :func:`available`."""
+    return (clarabel is not None and method in ("square", "ova") and geo.name in ("l1", "l1inf")
+            and n_samples * n_classes >= TERMS_MIN_SCORES)
 
 
 def _group_entries(geo, m, K):
