@@ -101,11 +101,12 @@ STALL_EPOCHS = 500
 #: with ``L K >`` this many scores (and no QP path), the working-set subproblems are
 #: solved by FISTA (:meth:`_CoordinateDescent.accelerated`) instead of coordinate descent
 FISTA_MIN_SCORES = 5000
-#: term generation (square and one-vs-all above ``smooth_qp.QP_MAX_SCORES`` scores) is tried
-#: once the full certified gap is at most this, and again only after the gap has fallen
-#: tenfold since a try that gave no point (from farther, the terms active at the solution
-#: are not yet the near-active ones: on MNIST L = 1000 the QPs tried at gaps of 136 to 5.7
-#: ended with too many terms)
+#: term generation (square and one-vs-all from ``smooth_qp.TERMS_MIN_SCORES`` scores on) is
+#: tried once the full certified gap is at most this, and again only after the gap has
+#: fallen tenfold since a try that gave no point (from farther, the terms active at the
+#: solution are not yet the near-active ones: tried from the start on MNIST L = 1000, the
+#: QPs' points activated more terms than TERMS_MAX_SCORES allows, and the QPs cost more
+#: than the FISTA iterations they replaced)
 TERMS_MAX_GAP = 1.0
 #: the stall rule of the FISTA path (iterations without halving the certified gap; with
 #: 3000, MNIST L = 1000 square stopped while it was still improving)
