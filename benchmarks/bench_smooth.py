@@ -25,6 +25,8 @@ Usage::
     python benchmarks/bench_smooth.py --mirror ../shared/data --problems mnist-real
     python benchmarks/bench_smooth.py --mirror ../shared/data --problems mnist-real \
         --mnist-L 1000 --max-time 300 --no-anchor --cd-only --no-terms   # L K > 5000
+    python benchmarks/bench_smooth.py --mirror ../shared/data --problems leukemia \
+        --penalties l1,l1inf --no-anchor --terms-from 0 --no-terms   # term generation's size rule
 """
 
 import argparse
@@ -83,15 +85,15 @@ def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, c
         finally:
             smooth_qp.clarabel, smooth.FISTA_MIN_SCORES = saved
         row.update(cd_s=t_cd, cd_gap=cd.rel_gap_)
-    if no_terms and method in ("square", "ova"):   # large problems: FISTA alone
-        from sparsesvm.solvers.accelerated import smooth
+    if no_terms and method in ("square", "ova"):   # the full QPs up to 5000 scores, FISTA above
+        from sparsesvm.solvers.accelerated import smooth_qp
 
-        saved = smooth.TERMS_MAX_GAP
-        smooth.TERMS_MAX_GAP = 0.0
+        saved = smooth_qp.TERMS_MIN_SCORES
+        smooth_qp.TERMS_MIN_SCORES = float("inf")
         try:
             ft, t_ft = h.timed(fit, Phi, y)
         finally:
-            smooth.TERMS_MAX_GAP = saved
+            smooth_qp.TERMS_MIN_SCORES = saved
         row.update(noterms_s=t_ft, noterms_gap=ft.rel_gap_)
     if paper_iter:
         pap, t_pap = h.timed(h.SparseSVC(method=method, penalty=penalty, groups=groups,
@@ -141,8 +143,11 @@ def main(argv=None):
                     help="also time the accelerated solver without its working-set QPs "
                          "and its FISTA path (coordinate descent alone)")
     ap.add_argument("--no-terms", action="store_true",
-                    help="also time square and ova without term generation (on problems above "
-                         "the full QPs' size: FISTA alone)")
+                    help="also time square and ova without term generation (the full QPs up to "
+                         "5000 scores L K, FISTA alone above)")
+    ap.add_argument("--terms-from", type=float, default=None,
+                    help="smooth_qp.TERMS_MIN_SCORES for the accelerated fits (0: term "
+                         "generation on every square and ova l1 / l1,inf problem)")
     ap.add_argument("--mnist-L", type=int, default=100,
                     help="training images of mnist-real (class-balanced, seeded; the alphas stay "
                          "E2's best at L = 100)")
@@ -154,6 +159,10 @@ def main(argv=None):
                          "iterations")
     h.add_output_argument(ap)
     a = ap.parse_args(argv)
+    if a.terms_from is not None:
+        from sparsesvm.solvers.accelerated import smooth_qp
+
+        smooth_qp.TERMS_MIN_SCORES = a.terms_from
     print("| problem | method | penalty | alpha | ours s | ours gap | CD alone s | CD alone gap "
           "| no term generation s | its gap | paper s | paper gap (iters) | CVXPY s "
           "| (ours - CVXPY)/CVXPY |")
