@@ -187,14 +187,17 @@ def test_fista_path_reaches_the_cvxpy_optimum(method, penalty, groups, monkeypat
     monkeypatch.setattr(smooth, "KERNEL_MAX", 0)
     monkeypatch.setattr(smooth, "TERMS_MAX_GAP", 0.0)
     monkeypatch.setattr(smooth.smooth_qp, "solve_terms", None)   # never called
+    _assert_certified_optimum(method, penalty, groups, 5e-6 if method == "logit" else 1e-7)
+
+
+def _assert_certified_optimum(method, penalty, groups, slack, tol=1e-8, lam=1.5):
+    """smooth.solve on _problem() certifies ``tol`` at the CVXPY optimum (within tol + slack)."""
     Phi, y, K = _problem()
-    lam = 1.5
     pstar, _ = _optimum(method, penalty, groups, lam)
-    tol = 1e-8
     geo = make_penalty(penalty, groups, Phi.shape[1], K)
     r = smooth.solve(method, Phi, y, K, geo, lam, tol=tol)
     assert r.converged and r.rel_gap <= tol
-    assert abs(r.objective - pstar) / pstar <= tol + (5e-6 if method == "logit" else 1e-7)
+    assert abs(r.objective - pstar) / pstar <= tol + slack
 
 
 @pytest.mark.parametrize("method,penalty,groups", [("square", "l1inf", 3), ("ova", "l1", None),
@@ -216,12 +219,5 @@ def test_term_generation_path_reaches_the_cvxpy_optimum(method, penalty, groups,
         return out
 
     monkeypatch.setattr(smooth.smooth_qp, "solve_terms", spy)
-    Phi, y, K = _problem()
-    lam = 1.5
-    pstar, _ = _optimum(method, penalty, groups, lam)
-    tol = 1e-8
-    geo = make_penalty(penalty, groups, Phi.shape[1], K)
-    r = smooth.solve(method, Phi, y, K, geo, lam, tol=tol)
-    assert r.converged and r.rel_gap <= tol
-    assert abs(r.objective - pstar) / pstar <= tol + 1e-7
+    _assert_certified_optimum(method, penalty, groups, 1e-7)
     assert any(calls)
