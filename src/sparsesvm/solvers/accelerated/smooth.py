@@ -54,8 +54,7 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   certified gap is at most :data:`TERMS_MAX_GAP`
   (:func:`~sparsesvm.solvers.accelerated.smooth_qp.solve_terms`): the working-set
   subproblem is solved exactly by QPs that carry only the hinge terms near activity
-  and the groups near violation (a few hundred of MNIST L = 1000's 9000 squared
-  hinges), grown until none is missing. FISTA alone left square at MNIST L = 1000
+  and the groups near violation, grown until none is missing. FISTA alone left square at MNIST L = 1000
   far from its certified 1e-6, and the full QPs grow with L K (measured in the README,
   "Deviations").
 

@@ -396,9 +396,7 @@ def solve_terms(method, P, y, K, geo, lam, W0, b0, *, objective, margins, score_
     groups that are non-zero or whose dual norm exceeds ``1 - TERMS_MARGIN``, a QP
     (:class:`_QP` with ``terms`` and ``free``) is solved; the terms active at its point
     and the groups violated there that were left out are added (with those within
-    ``TERMS_MARGIN``), until none is left out (at most :data:`TERMS_ROUNDS` QPs). At
-    MNIST L = 1000 (square, l1,inf/81, 39690 weights in the working set) the QPs carry
-    about 700 of the 10000 scores and 14000 weights.
+    ``TERMS_MARGIN``), until none is left out (at most :data:`TERMS_ROUNDS` QPs).
 
     Parameters
     ----------
