@@ -81,13 +81,17 @@ TERMS_MIN_SCORES = 300
 TERMS_MAX_SCORES = 1500
 #: a hinge term enters the QP when its margin (``1 + s_lk - s_lz`` for square,
 #: ``1 - y_lk s_lk`` for one-vs-all) exceeds ``-TERMS_MARGIN`` at the current point, a
-#: group when its dual norm exceeds ``1 - TERMS_MARGIN`` (on MNIST L = 1000, square, 0.1
-#: took three QPs where 0.3 took two)
+#: group when its dual norm exceeds ``1 - TERMS_MARGIN``. On MNIST L = 1000 (l1,inf/81,
+#: TERMS_MAX_GAP 1) one-vs-all took one QP with 0.3 and two with 0.1 (42 s against 108 s
+#: in all), square two with either, smaller ones with 0.1 (143 s against 257 s); the
+#: closing note of issue 13 has the commands
 TERMS_MARGIN = 0.3
 #: most QPs of one term generation
 TERMS_ROUNDS = 8
-#: Clarabel's KKT solver for term generation's QPs (QDLDL was faster than Clarabel's
-#: default, faer, on MNIST L = 1000's; the closing note of issue 13 has the figures)
+#: Clarabel's KKT solver for term generation's QPs. On two of MNIST L = 1000's (square)
+#: QDLDL took 9.9 s against 14.9 s for faer, Clarabel's own choice, at 798 scores and
+#: 15147 weights, but 63 s against 40 s at 1238 scores and 19845 weights: which one to
+#: use by size is open (the closing note of issue 13 has the commands)
 TERMS_KKT = "qdldl"
 
 
