@@ -148,6 +148,9 @@ def main(argv=None):
     ap.add_argument("--terms-from", type=float, default=None,
                     help="smooth_qp.TERMS_MIN_SCORES for the accelerated fits (0: term "
                          "generation on every square and ova l1 / l1,inf problem)")
+    ap.add_argument("--terms-margin", type=float, default=None,
+                    help="smooth_qp.TERMS_MARGIN for the accelerated fits (which hinge terms "
+                         "and groups term generation's first QP carries)")
     ap.add_argument("--mnist-L", type=int, default=100,
                     help="training images of mnist-real (class-balanced, seeded; the alphas stay "
                          "E2's best at L = 100)")
@@ -159,10 +162,12 @@ def main(argv=None):
                          "iterations")
     h.add_output_argument(ap)
     a = ap.parse_args(argv)
-    if a.terms_from is not None:
-        from sparsesvm.solvers.accelerated import smooth_qp
+    from sparsesvm.solvers.accelerated import smooth_qp
 
+    if a.terms_from is not None:
         smooth_qp.TERMS_MIN_SCORES = a.terms_from
+    if a.terms_margin is not None:
+        smooth_qp.TERMS_MARGIN = a.terms_margin
     print("| problem | method | penalty | alpha | ours s | ours gap | CD alone s | CD alone gap "
           "| no term generation s | its gap | paper s | paper gap (iters) | CVXPY s "
           "| (ours - CVXPY)/CVXPY |")

@@ -83,8 +83,8 @@ TERMS_MAX_SCORES = 1500
 #: ``1 - y_lk s_lk`` for one-vs-all) exceeds ``-TERMS_MARGIN`` at the current point, a
 #: group when its dual norm exceeds ``1 - TERMS_MARGIN``. On MNIST L = 1000 (l1,inf/81,
 #: TERMS_MAX_GAP 1) one-vs-all took one QP with 0.3 and two with 0.1 (42 s against 108 s
-#: in all), square two with either, smaller ones with 0.1 (143 s against 257 s); the
-#: closing note of issue 13 has the commands
+#: in all), square two with either, smaller ones with 0.1 (143 s against 257 s;
+#: ``benchmarks/bench_smooth.py --problems mnist-real --mnist-L 1000 --terms-margin``)
 TERMS_MARGIN = 0.3
 #: most QPs of one term generation
 TERMS_ROUNDS = 8
