@@ -81,10 +81,12 @@ TERMS_MIN_SCORES = 300
 TERMS_MAX_SCORES = 1500
 #: a hinge term enters the QP when its margin (``1 + s_lk - s_lz`` for square,
 #: ``1 - y_lk s_lk`` for one-vs-all) exceeds ``-TERMS_MARGIN`` at the current point, a
-#: group when its dual norm exceeds ``1 - TERMS_MARGIN``. On MNIST L = 1000 (l1,inf/81,
-#: TERMS_MAX_GAP 1) one-vs-all took one QP with 0.3 and two with 0.1 (42 s against 108 s
-#: in all), square two with either, smaller ones with 0.1 (143 s against 257 s;
-#: ``benchmarks/bench_smooth.py --problems mnist-real --mnist-L 1000 --terms-margin``)
+#: group when its dual norm exceeds ``1 - TERMS_MARGIN``. Open: on MNIST L = 1000
+#: (l1,inf/81; ``benchmarks/bench_smooth.py --problems mnist-real --mnist-L 1000
+#: --terms-margin``, beside the test suite) 0.1 certified square in 90 s against 184 s and
+#: one-vs-all in 79 s against 98 s, where an earlier pair of runs of the same code had
+#: one-vs-all at 108 s against 42 s (one QP with 0.3, two with 0.1); square's QPs are
+#: smaller with 0.1 in both
 TERMS_MARGIN = 0.3
 #: most QPs of one term generation
 TERMS_ROUNDS = 8
