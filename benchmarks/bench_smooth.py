@@ -33,6 +33,7 @@ import argparse
 import csv
 import time
 from pathlib import Path
+from unittest.mock import patch
 
 import _harness as h  # one BLAS thread
 
@@ -58,12 +59,12 @@ def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, c
     fit without term generation, the paper's algorithm and the anchor. With ``max_time``
     the accelerated fits call :func:`sparsesvm.solvers.accelerated.smooth.solve` (the
     estimator's engine) with that wall-clock cap."""
+    from types import SimpleNamespace
+
+    from sparsesvm.solvers.accelerated import smooth, smooth_qp
+
     def fit(Phi, y):   # a new estimator per call: the rows below read each fit's own
         if max_time is not None:
-            from types import SimpleNamespace
-
-            from sparsesvm.solvers.accelerated import smooth
-
             K = int(y.max()) + 1
             geo = h.make_penalty(penalty, groups, Phi.shape[1], K)
             r = smooth.solve(method, Phi, y, K, geo, 1.0 / alpha, tol=tol, max_time=max_time)
@@ -76,24 +77,13 @@ def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, c
                alpha=alpha, ours_s=t_ours, ours_gap=ours.rel_gap_, ours_obj=ours.objective_)
     if cd_only:   # the same solver without its working-set QPs (as without clarabel) and
         # without FISTA on the large problems: coordinate descent alone
-        from sparsesvm.solvers.accelerated import smooth, smooth_qp
-
-        saved = smooth_qp.clarabel, smooth.FISTA_MIN_SCORES
-        smooth_qp.clarabel, smooth.FISTA_MIN_SCORES = None, float("inf")
-        try:
+        with patch.object(smooth_qp, "clarabel", None), \
+                patch.object(smooth, "FISTA_MIN_SCORES", float("inf")):
             cd, t_cd = h.timed(fit, Phi, y)
-        finally:
-            smooth_qp.clarabel, smooth.FISTA_MIN_SCORES = saved
         row.update(cd_s=t_cd, cd_gap=cd.rel_gap_)
     if no_terms and method in ("square", "ova"):   # the full QPs up to 5000 scores, FISTA above
-        from sparsesvm.solvers.accelerated import smooth_qp
-
-        saved = smooth_qp.TERMS_MIN_SCORES
-        smooth_qp.TERMS_MIN_SCORES = float("inf")
-        try:
+        with patch.object(smooth_qp, "TERMS_MIN_SCORES", float("inf")):
             ft, t_ft = h.timed(fit, Phi, y)
-        finally:
-            smooth_qp.TERMS_MIN_SCORES = saved
         row.update(noterms_s=t_ft, noterms_gap=ft.rel_gap_)
     if paper_iter:
         pap, t_pap = h.timed(h.SparseSVC(method=method, penalty=penalty, groups=groups,

@@ -117,18 +117,29 @@ def _curvature(method, K):
     return {"square": 2.0 * K, "logit": 0.5, "ova": 2.0}[method]
 
 
-def _score_grad(method, S, y, Ypm):
-    """``dF/dS`` (unweighted) for rows of scores S (n, K); y, Ypm the rows' labels."""
-    n = S.shape[0]
-    ar = np.arange(n)
+def _margins(method, S, y, Ypm):
+    """The loss terms' margins (L, K) at scores S: ``1 + s_lk - s_lz`` for square (``-inf``
+    at ``k = z_l``, no term there) and logit (0 at ``k = z_l``: the loss is the log-sum-exp
+    of a row), ``1 - y_lk s_lk`` for one-vs-all. A squared hinge is active where its
+    margin is > 0."""
     if method == "ova":
-        P = np.maximum(1.0 - Ypm * S, 0.0)
-        P *= Ypm
-        P *= -2.0
-        return P
+        return 1.0 - Ypm * S
+    ar = np.arange(S.shape[0])
     Z = S - S[ar, y][:, None]
     Z += 1.0
-    Z[ar, y] = 0.0
+    Z[ar, y] = -np.inf if method == "square" else 0.0
+    return Z
+
+
+def _score_grad(method, S, y, Ypm):
+    """``dF/dS`` (unweighted) for rows of scores S (n, K); y, Ypm the rows' labels."""
+    Z = _margins(method, S, y, Ypm)
+    if method == "ova":
+        np.maximum(Z, 0.0, out=Z)
+        Z *= Ypm
+        Z *= -2.0
+        return Z
+    ar = np.arange(S.shape[0])
     if method == "square":
         np.maximum(Z, 0.0, out=Z)
         Z *= 2.0
@@ -145,11 +156,9 @@ def _score_hessian(method, S, y, Ypm):
     """Blocks ``H_l`` (L, K, K) of the (generalised) Hessian of the loss w.r.t. a row of scores."""
     L, K = S.shape
     ar = np.arange(L)
+    Z = _margins(method, S, y, Ypm)
     if method == "ova":
-        act = (1.0 - Ypm * S) > 0
-        return 2.0 * act[:, :, None] * np.eye(K)[None]
-    Z = S - S[ar, y][:, None] + 1.0
-    Z[ar, y] = -np.inf if method == "square" else 0.0
+        return 2.0 * (Z > 0)[:, :, None] * np.eye(K)[None]
     if method == "square":
         act = (Z > 0).astype(float)
         H = 2.0 * act[:, :, None] * np.eye(K)[None]          # sum_k a_k e_k e_k^T
@@ -305,29 +314,11 @@ def _l1_newton(method, Phi, y, Ypm, lam, W, b, S, iters=20):
     return Sc
 
 
-def _margins(method, S, y, Ypm):
-    """The hinge terms' margins (L, K) of square (``1 + s_lk - s_lz``, ``-inf`` at
-    ``k = z_l``) and one-vs-all (``1 - y_lk s_lk``): a term is active where its margin is > 0."""
-    if method == "ova":
-        return 1.0 - Ypm * S
-    ar = np.arange(S.shape[0])
-    Z = S - S[ar, y][:, None] + 1.0
-    Z[ar, y] = -np.inf
-    return Z
-
-
 def _loss(method, S, y, Ypm):
-    n = S.shape[0]
-    ar = np.arange(n)
-    if method == "ova":
-        P = np.maximum(1.0 - Ypm * S, 0.0)
-        return float(np.vdot(P, P))
-    Z = S - S[ar, y][:, None] + 1.0
-    Z[ar, y] = 0.0
-    if method == "square":
-        P = np.maximum(Z, 0.0)
-        P[ar, y] = 0.0
-        return float(np.vdot(P, P))
+    Z = _margins(method, S, y, Ypm)
+    if method != "logit":
+        np.maximum(Z, 0.0, out=Z)
+        return float(np.vdot(Z, Z))
     m = Z.max(axis=1)
     return float(np.sum(m + np.log(np.exp(Z - m[:, None]).sum(axis=1))))
 
@@ -861,10 +852,11 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
             # allows (its tolerance smooth_qp.TOL; logit: the Newton steps no longer halve
             # the gap): coordinate descent polishes from here
             exact, best = False, (full.rel_gap, epochs)
-        rows = cd.units.rows(ws) if exact else None
-        if terms and (full.rel_gap > TERMS_MAX_GAP or full.rel_gap > 0.1 * terms_tried):
-            pass   # term generation waits for a point whose near-active terms are the final ones
-        elif exact and 0 < rows.size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
+        # term generation waits for a point whose near-active terms are the final ones
+        qp_now = exact and not (terms and (full.rel_gap > TERMS_MAX_GAP
+                                           or full.rel_gap > 0.1 * terms_tried))
+        rows = cd.units.rows(ws) if qp_now else None
+        if qp_now and 0 < rows.size * cd.W.shape[1] <= smooth_qp.QP_MAX_WEIGHTS:
             n_qp = cd.exact_subproblem(rows, inner_tol, deadline, terms=terms)
             if n_qp:
                 epochs += n_qp

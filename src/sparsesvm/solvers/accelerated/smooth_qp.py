@@ -189,11 +189,14 @@ class _QP:
         self.i_s, self.ix = nw + K + ng, nw + K + ng + ns
         self.n = n = self.ix + nx
         # zero cone: s_lk - sigma P_l. w_.k - b_k = 0 (rows of the samples the scores touch)
-        samples, local = np.unique(codes // K, return_inverse=True)
-        rows_of = local * K + codes % K
-        Pw = sp.kron(sp.csr_matrix(-self.sigma * P[samples]), sp.identity(K), format="csr")
-        Pb = sp.kron(sp.csr_matrix(-np.ones((samples.size, 1))), sp.identity(K), format="csr")
+        Ps = P
         if terms is not None:
+            samples, local = np.unique(codes // K, return_inverse=True)
+            Ps = P[samples]
+        Pw = sp.kron(sp.csr_matrix(-self.sigma * Ps), sp.identity(K), format="csr")
+        Pb = sp.kron(sp.csr_matrix(-np.ones((Ps.shape[0], 1))), sp.identity(K), format="csr")
+        if terms is not None:
+            rows_of = local * K + codes % K
             Pw, Pb = Pw[rows_of], Pb[rows_of]
         if free is not None:
             Pw = Pw.tocsc()[:, self.wsel].tocsr()
