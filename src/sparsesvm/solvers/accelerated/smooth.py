@@ -105,7 +105,8 @@ FISTA_MIN_SCORES = 5000
 #: fallen tenfold since a try that gave no point (from farther, the terms active at the
 #: solution are not yet the near-active ones: without this rule, MNIST L = 1000 square
 #: tried at a gap of 5.7, spent 86 s on a QP that gave no point, and was not certified
-#: after 250 s, where the rule certifies it in 184-252 s; README, "Deviations")
+#: after 250 s (measured at 76cb895), where the rule certifies it in 195 s (README,
+#: "Deviations"))
 TERMS_MAX_GAP = 1.0
 #: the stall rule of the FISTA path (iterations without halving the certified gap; with
 #: 3000, MNIST L = 1000 square stopped while it was still improving)
