@@ -27,6 +27,9 @@ Usage::
         --mnist-L 1000 --max-time 300 --no-anchor --cd-only --no-terms   # L K > 5000
     python benchmarks/bench_smooth.py --mirror ../shared/data --problems leukemia \
         --penalties l1,l1inf --no-anchor --terms-from 0 --no-terms   # term generation's size rule
+    python benchmarks/bench_smooth.py --mirror ../shared/data --problems mnist-real \
+        --mnist-L 1000 --methods square,ova --no-anchor --terms-margin 0.3   # its constants:
+        # also --terms-kkt qdldl, --terms-max-gap inf, --terms-max-scores N
 """
 
 import argparse
@@ -141,6 +144,15 @@ def main(argv=None):
     ap.add_argument("--terms-margin", type=float, default=None,
                     help="smooth_qp.TERMS_MARGIN for the accelerated fits (which hinge terms "
                          "and groups term generation's first QP carries)")
+    ap.add_argument("--terms-kkt", default=None,
+                    help="smooth_qp.TERMS_KKT for the accelerated fits (Clarabel's KKT solver of "
+                         "term generation's QPs: qdldl, faer; default Clarabel's own)")
+    ap.add_argument("--terms-max-scores", type=int, default=None,
+                    help="smooth_qp.TERMS_MAX_SCORES for the accelerated fits (largest term "
+                         "generation QP)")
+    ap.add_argument("--terms-max-gap", type=float, default=None,
+                    help="smooth.TERMS_MAX_GAP for the accelerated fits (the certified gap from "
+                         "which term generation is tried; inf: from the start)")
     ap.add_argument("--mnist-L", type=int, default=100,
                     help="training images of mnist-real (class-balanced, seeded; the alphas stay "
                          "E2's best at L = 100)")
@@ -152,12 +164,15 @@ def main(argv=None):
                          "iterations")
     h.add_output_argument(ap)
     a = ap.parse_args(argv)
-    from sparsesvm.solvers.accelerated import smooth_qp
+    from sparsesvm.solvers.accelerated import smooth, smooth_qp
 
-    if a.terms_from is not None:
-        smooth_qp.TERMS_MIN_SCORES = a.terms_from
-    if a.terms_margin is not None:
-        smooth_qp.TERMS_MARGIN = a.terms_margin
+    for option, module, constant in (("terms_from", smooth_qp, "TERMS_MIN_SCORES"),
+                                     ("terms_margin", smooth_qp, "TERMS_MARGIN"),
+                                     ("terms_max_gap", smooth, "TERMS_MAX_GAP"),
+                                     ("terms_kkt", smooth_qp, "TERMS_KKT"),
+                                     ("terms_max_scores", smooth_qp, "TERMS_MAX_SCORES")):
+        if getattr(a, option) is not None:
+            setattr(module, constant, getattr(a, option))
     print("| problem | method | penalty | alpha | ours s | ours gap | CD alone s | CD alone gap "
           "| no term generation s | its gap | paper s | paper gap (iters) | CVXPY s "
           "| (ours - CVXPY)/CVXPY |")

@@ -103,10 +103,9 @@ FISTA_MIN_SCORES = 5000
 #: term generation (square and one-vs-all from ``smooth_qp.TERMS_MIN_SCORES`` scores on) is
 #: tried once the full certified gap is at most this, and again only after the gap has
 #: fallen tenfold since a try that gave no point (from farther, the terms active at the
-#: solution are not yet the near-active ones: without this rule, MNIST L = 1000 square
-#: tried at a gap of 5.7, spent 86 s on a QP that gave no point, and was not certified
-#: after 250 s (measured at 76cb895), where the rule certifies it in 195 s (README,
-#: "Deviations"))
+#: solution are not yet the near-active ones, and the QPs that carry the near-active ones
+#: are large and give no point: ``benchmarks/bench_smooth.py --terms-max-gap inf``; README,
+#: "Deviations")
 TERMS_MAX_GAP = 1.0
 #: the stall rule of the FISTA path (iterations without halving the certified gap; with
 #: 3000, MNIST L = 1000 square stopped while it was still improving)

@@ -77,24 +77,23 @@ ZERO = 1e-7
 #: leukemia (L = 38, K = 3: 114 scores; E1's l1 and l1,inf/5 cells) the full QPs were
 #: faster (the closing note of issue 13 has the figures)
 TERMS_MIN_SCORES = 300
-#: term generation: largest number of score variables of its QPs
-TERMS_MAX_SCORES = 1500
+#: term generation: largest number of score variables of its QPs (QP_MAX_SCORES's bound of
+#: the full QPs; at MNIST L = 5000 one-vs-all's QPs carry over 2000 scores, and with a bound
+#: of 1500 term generation never ran there: README, "Deviations", the smooth baselines)
+TERMS_MAX_SCORES = QP_MAX_SCORES
 #: a hinge term enters the QP when its margin (``1 + s_lk - s_lz`` for square,
 #: ``1 - y_lk s_lk`` for one-vs-all) exceeds ``-TERMS_MARGIN`` at the current point, a
-#: group when its dual norm exceeds ``1 - TERMS_MARGIN``. Open: on MNIST L = 1000
-#: (l1,inf/81; ``benchmarks/bench_smooth.py --problems mnist-real --mnist-L 1000
-#: --terms-margin``, beside the test suite) 0.1 certified square in 90 s against 184 s and
-#: one-vs-all in 79 s against 98 s, where an earlier pair of runs of the same code had
-#: one-vs-all at 108 s against 42 s (one QP with 0.3, two with 0.1); square's QPs are
-#: smaller with 0.1 in both
-TERMS_MARGIN = 0.3
+#: group when its dual norm exceeds ``1 - TERMS_MARGIN``. 0.1 against 0.3 on MNIST
+#: (l1,inf/81, L = 30, 100 and 1000; ``benchmarks/bench_smooth.py --problems mnist-real
+#: --terms-margin``): smaller QPs, faster in five of the six fits of square and one-vs-all,
+#: slower for one-vs-all at L = 1000, whose first QP missed terms (README, "Deviations")
+TERMS_MARGIN = 0.1
 #: most QPs of one term generation
 TERMS_ROUNDS = 8
-#: Clarabel's KKT solver for term generation's QPs. On two of MNIST L = 1000's (square)
-#: QDLDL took 9.9 s against 14.9 s for faer, Clarabel's own choice, at 798 scores and
-#: 15147 weights, but 63 s against 40 s at 1238 scores and 19845 weights: which one to
-#: use by size is open (the closing note of issue 13 has the commands)
-TERMS_KKT = "qdldl"
+#: Clarabel's KKT solver for term generation's QPs; None: Clarabel's own choice (faer in
+#: clarabel 0.11). QDLDL (``--terms-kkt qdldl`` of the same benchmark) was as fast at MNIST
+#: L = 1000 and half as fast at L = 5000 (README, "Deviations")
+TERMS_KKT = None
 
 
 def available(geo, n_samples, n_classes):
