@@ -62,6 +62,8 @@ PACKAGE = {
     "SparseSVC": ("sparsesvm", "SparseSVC"),
     "load_leukemia": ("sparsesvm.data.leukemia", "load_leukemia"),
     "load_mnist": ("sparsesvm.data.mnist", "load_mnist"),
+    "load_news20": ("sparsesvm.data.news20", "load_news20"),
+    "tfidf_features": ("sparsesvm.data.features", "tfidf"),
     "identity_features": ("sparsesvm.data.features", "identity"),
     "scattering_features": ("sparsesvm.data.features", "scattering"),
     "scattering_layout": ("sparsesvm.data.features", "scattering_layout"),
@@ -187,6 +189,22 @@ def mnist_images(mirror):
     ds = package("load_mnist")(d / "train-images-idx3-ubyte.gz", d / "train-labels-idx1-ubyte.gz",
                              d / "t10k-images-idx3-ubyte.gz", d / "t10k-labels-idx1-ubyte.gz")
     return ds.X_train, ds.y_train, ds.X_test, ds.y_test
+
+
+def news20_tfidf(mirror, per_class, seed=2014):
+    """E3's News20 problem: the workflow's TF-IDF features (vocabulary of the whole training
+    split) of the first class-balanced subset of ``per_class`` training documents per class
+    drawn with the workflow's seed (:func:`sparsesvm.data.subsets.balanced_subsets`).
+
+    Returns
+    -------
+    X_train : scipy.sparse.csr_matrix of float64, shape (20 per_class, 26214)
+    y_train : ndarray of int64, shape (20 per_class,)
+    """
+    ds = package("load_news20")(Path(mirror) / "news20" / "20news-bydate.tar.gz")
+    X, _, _ = package("tfidf_features")(ds.docs_train, ds.docs_test)
+    idx = np.asarray(package("balanced_subsets")(ds.y_train, per_class, 1, seed))[0]
+    return sp.csr_matrix(X[idx]), ds.y_train[idx]
 
 
 def scattering(images):

@@ -13,9 +13,11 @@ so it does not solve the paper's logit problem), and against the paper's algorit
 Problems: leukemia's raw values (L = 38, M = 7129, K = 3; from the offline mirror); MNIST
 L = 100 scattering features (``mnist-real``: 10 seeded images of each class from the
 mirror through the workflow's scattering transform, M = 81 x 49, l1,inf with groups of 81,
-at each method's best alpha at L = 100 in E2's record); and a same-shape stand-in for them
-(``mnist``: :func:`_harness.gamma_scattering_like`, no mirror needed). One BLAS thread
-(:mod:`_harness`).
+at each method's best alpha at L = 100 in E2's record; ``--mnist-L`` for other sizes, same
+alphas); News20 (``news20``: the workflow's TF-IDF features of E3's first class-balanced
+subset of ``--news20-L`` documents, M = 26214, K = 20, l1,2 across classes, square and logit
+at E3's best alphas at that size); and a same-shape stand-in for MNIST (``mnist``:
+:func:`_harness.gamma_scattering_like`, no mirror needed). One BLAS thread (:mod:`_harness`).
 
 Usage::
 
@@ -30,6 +32,7 @@ Usage::
     python benchmarks/bench_smooth.py --mirror ../shared/data --problems mnist-real \
         --mnist-L 1000 --methods square,ova --no-anchor --terms-margin 0.3   # its constants:
         # also --terms-kkt qdldl, --terms-max-gap inf, --terms-max-scores N
+    python benchmarks/bench_smooth.py --mirror ../shared/data --problems news20 --no-anchor
 """
 
 import argparse
@@ -45,15 +48,19 @@ import _harness as h  # one BLAS thread
 #: 3e3 logit), and alpha = 1, the grids' nearly hard-margin end
 LEUKEMIA_CASES = (("l1", None, (1.0, 30.0, 3e4)), ("l1inf", 5, (1.0, 3e3, 3e4)),
                   ("l2", None, (1e8,)))
-#: E2's published best alphas (l1,inf/81; the smooth baselines' at L = 100 are the real MNIST cases)
-E2_BEST_ALPHA = Path(__file__).resolve().parents[1] / "docs" / "results" / "e2" / "e2_best_alpha.csv"
+#: the published best alphas: E2's (l1,inf/81; the smooth baselines' at L = 100 are the real
+#: MNIST cases) and E3's (News20, l1,2 across classes)
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+E2_BEST_ALPHA = RESULTS / "e2" / "e2_best_alpha.csv"
+E3_BEST_ALPHA = RESULTS / "e3" / "e3_best_alpha.csv"
 
 
-def mnist_best_alphas(L=100, path=E2_BEST_ALPHA):
-    """{method: alpha} of the smooth baselines at training size ``L`` in E2's record."""
+def best_alphas(L=100, path=E2_BEST_ALPHA, methods=("square", "logit", "ova")):
+    """{method: alpha} of the smooth baselines at training size ``L`` in a record's best
+    alphas (E2's by default)."""
     with open(path, newline="") as f:
         best = {r["method"]: float(r["alpha"]) for r in csv.DictReader(f) if int(r["L"]) == L}
-    return {m: best[m] for m in ("square", "logit", "ova")}
+    return {m: best[m] for m in methods}
 
 
 def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, cd_only,
@@ -116,7 +123,12 @@ def cases(args):
     if "mnist-real" in problems:
         Phi, y, _, _, _ = h.mnist_scattering(args.mirror, args.mnist_L)
         out += [(f"MNIST L={args.mnist_L}", Phi, y, "l1inf", 81, al, (m,))
-                for m, al in mnist_best_alphas().items()]
+                for m, al in best_alphas().items()]
+    if "news20" in problems:   # E3: square and logit (one-vs-all has no across-class groups)
+        Phi, y = h.news20_tfidf(args.mirror, args.news20_L // 20)
+        out += [(f"News20 L={args.news20_L}", Phi, y, "l12", "features", al, (m,))
+                for m, al in best_alphas(args.news20_L, E3_BEST_ALPHA,
+                                               ("square", "logit")).items()]
     if "mnist" in problems:
         Phi, y = h.gamma_scattering_like()
         out += [("mnist-like L=100", Phi, y, "l1inf", 81, al, None) for al in (0.1, 1.0)]
@@ -156,6 +168,9 @@ def main(argv=None):
     ap.add_argument("--mnist-L", type=int, default=100,
                     help="training images of mnist-real (class-balanced, seeded; the alphas stay "
                          "E2's best at L = 100)")
+    ap.add_argument("--news20-L", type=int, default=1000, choices=(100, 200, 1000),
+                    help="training documents of news20 (E3's first class-balanced subset of "
+                         "that size, at E3's best alphas there)")
     ap.add_argument("--max-time", type=float, default=None,
                     help="wall-clock cap (s) of each accelerated fit (then run through "
                          "smooth.solve, the estimator's engine)")

@@ -176,6 +176,16 @@ def test_mnist_scattering_is_balanced_nested_and_the_workflows_features(harness,
     np.testing.assert_allclose(Xte, harness.scattering(te[:3]))
 
 
+@pytest.mark.mirror
+def test_news20_tfidf_is_a_balanced_subset_of_the_workflows_features(harness, mirror_dir):
+    # bench_smooth.py --problems news20: TF-IDF rows (unit l2 norms) of per_class documents
+    # of each of the 20 groups, with the workflow's vocabulary size
+    X, y = harness.news20_tfidf(mirror_dir, 3)
+    assert sp.isspmatrix_csr(X) and X.shape == (60, 26214) and X.dtype == np.float64
+    assert np.bincount(y).tolist() == [3] * 20
+    np.testing.assert_allclose(np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel()), 1.0)
+
+
 def test_bench_family_quick_writes_the_rows(tmp_path):
     # bench_family.py --quick: two tiny problems, Clarabel vs the accelerated solver (auto
     # and the other engine forced), one JSON row each with the fields of the report
