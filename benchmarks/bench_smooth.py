@@ -54,6 +54,20 @@ RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 E2_BEST_ALPHA = RESULTS / "e2" / "e2_best_alpha.csv"
 E3_BEST_ALPHA = RESULTS / "e3" / "e3_best_alpha.csv"
 
+#: the solver constants a run may set: (option, type, module of
+#: ``sparsesvm.solvers.accelerated``, constant, what it is)
+CONSTANT_OPTIONS = (
+    ("--terms-from", float, "smooth_qp", "TERMS_MIN_SCORES",
+     "0: term generation on every square and ova l1 / l1,inf problem"),
+    ("--terms-margin", float, "smooth_qp", "TERMS_MARGIN",
+     "which hinge terms and groups term generation's first QP carries"),
+    ("--terms-kkt", str, "smooth_qp", "TERMS_KKT",
+     "Clarabel's KKT solver of term generation's QPs: qdldl, faer; default Clarabel's own"),
+    ("--terms-max-scores", int, "smooth_qp", "TERMS_MAX_SCORES", "largest term generation QP"),
+    ("--terms-max-gap", float, "smooth", "TERMS_MAX_GAP",
+     "the certified gap from which term generation is tried; inf: from the start"),
+)
+
 
 def best_alphas(L=100, path=E2_BEST_ALPHA, methods=("square", "logit", "ova")):
     """{method: alpha} of the smooth baselines at training size ``L`` in a record's best
@@ -127,8 +141,7 @@ def cases(args):
     if "news20" in problems:   # E3: square and logit (one-vs-all has no across-class groups)
         Phi, y = h.news20_tfidf(args.mirror, args.news20_L // 20)
         out += [(f"News20 L={args.news20_L}", Phi, y, "l12", "features", al, (m,))
-                for m, al in best_alphas(args.news20_L, E3_BEST_ALPHA,
-                                               ("square", "logit")).items()]
+                for m, al in best_alphas(args.news20_L, E3_BEST_ALPHA, ("square", "logit")).items()]
     if "mnist" in problems:
         Phi, y = h.gamma_scattering_like()
         out += [("mnist-like L=100", Phi, y, "l1inf", 81, al, None) for al in (0.1, 1.0)]
@@ -150,21 +163,9 @@ def main(argv=None):
     ap.add_argument("--no-terms", action="store_true",
                     help="also time square and ova without term generation (the full QPs up to "
                          "5000 scores L K, FISTA alone above)")
-    ap.add_argument("--terms-from", type=float, default=None,
-                    help="smooth_qp.TERMS_MIN_SCORES for the accelerated fits (0: term "
-                         "generation on every square and ova l1 / l1,inf problem)")
-    ap.add_argument("--terms-margin", type=float, default=None,
-                    help="smooth_qp.TERMS_MARGIN for the accelerated fits (which hinge terms "
-                         "and groups term generation's first QP carries)")
-    ap.add_argument("--terms-kkt", default=None,
-                    help="smooth_qp.TERMS_KKT for the accelerated fits (Clarabel's KKT solver of "
-                         "term generation's QPs: qdldl, faer; default Clarabel's own)")
-    ap.add_argument("--terms-max-scores", type=int, default=None,
-                    help="smooth_qp.TERMS_MAX_SCORES for the accelerated fits (largest term "
-                         "generation QP)")
-    ap.add_argument("--terms-max-gap", type=float, default=None,
-                    help="smooth.TERMS_MAX_GAP for the accelerated fits (the certified gap from "
-                         "which term generation is tried; inf: from the start)")
+    for flag, kind, module, constant, what in CONSTANT_OPTIONS:
+        ap.add_argument(flag, type=kind, default=None,
+                        help=f"{module}.{constant} for the accelerated fits ({what})")
     ap.add_argument("--mnist-L", type=int, default=100,
                     help="training images of mnist-real (class-balanced, seeded; the alphas stay "
                          "E2's best at L = 100)")
@@ -181,13 +182,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     from sparsesvm.solvers.accelerated import smooth, smooth_qp
 
-    for option, module, constant in (("terms_from", smooth_qp, "TERMS_MIN_SCORES"),
-                                     ("terms_margin", smooth_qp, "TERMS_MARGIN"),
-                                     ("terms_max_gap", smooth, "TERMS_MAX_GAP"),
-                                     ("terms_kkt", smooth_qp, "TERMS_KKT"),
-                                     ("terms_max_scores", smooth_qp, "TERMS_MAX_SCORES")):
-        if getattr(a, option) is not None:
-            setattr(module, constant, getattr(a, option))
+    modules = {"smooth": smooth, "smooth_qp": smooth_qp}
+    for flag, _, module, constant, _ in CONSTANT_OPTIONS:
+        value = getattr(a, flag[2:].replace("-", "_"))
+        if value is not None:
+            setattr(modules[module], constant, value)
     print("| problem | method | penalty | alpha | ours s | ours gap | CD alone s | CD alone gap "
           "| no term generation s | its gap | paper s | paper gap (iters) | CVXPY s "
           "| (ours - CVXPY)/CVXPY |")

@@ -78,21 +78,22 @@ ZERO = 1e-7
 #: faster (the closing note of issue 13 has the figures)
 TERMS_MIN_SCORES = 300
 #: term generation: largest number of score variables of its QPs (QP_MAX_SCORES's bound of
-#: the full QPs; at MNIST L = 5000 one-vs-all's QPs carry over 2000 scores, and with a bound
-#: of 1500 term generation never ran there: README, "Deviations", the smooth baselines)
+#: the full QPs; with a bound of 1500, one-vs-all at MNIST L = 5000 was not certified after
+#: 400 s: README, "Deviations", the smooth baselines)
 TERMS_MAX_SCORES = QP_MAX_SCORES
 #: a hinge term enters the QP when its margin (``1 + s_lk - s_lz`` for square,
 #: ``1 - y_lk s_lk`` for one-vs-all) exceeds ``-TERMS_MARGIN`` at the current point, a
 #: group when its dual norm exceeds ``1 - TERMS_MARGIN``. 0.1 against 0.3 on MNIST
 #: (l1,inf/81, L = 30, 100 and 1000; ``benchmarks/bench_smooth.py --problems mnist-real
-#: --terms-margin``): smaller QPs, faster in five of the six fits of square and one-vs-all,
-#: slower for one-vs-all at L = 1000, whose first QP missed terms (README, "Deviations")
+#: --terms-margin 0.3``): smaller QPs, faster in five of the six fits of square and
+#: one-vs-all, square at L = 1000 5 % slower (README, "Deviations")
 TERMS_MARGIN = 0.1
 #: most QPs of one term generation
 TERMS_ROUNDS = 8
 #: Clarabel's KKT solver for term generation's QPs; None: Clarabel's own choice (faer in
-#: clarabel 0.11). QDLDL (``--terms-kkt qdldl`` of the same benchmark) was as fast at MNIST
-#: L = 1000 and half as fast at L = 5000 (README, "Deviations")
+#: clarabel 0.11). QDLDL (``--terms-kkt qdldl`` of the same benchmark) was faster for square
+#: and slower for one-vs-all at MNIST L = 1000, and took twice as long at L = 5000
+#: (one-vs-all; README, "Deviations")
 TERMS_KKT = None
 
 
