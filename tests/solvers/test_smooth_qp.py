@@ -136,6 +136,43 @@ def test_failed_qps_fall_back_to_coordinate_descent(method, monkeypatch):
     assert abs(clf.objective_ - pstar) / pstar <= (5e-6 if method == "logit" else 1e-7)
 
 
+@pytest.mark.parametrize("penalty,groups", [("l12", 4), ("l1inf", 4)])
+@pytest.mark.parametrize("x_kind", ["solution", "nan"])
+def test_numerical_error_points_are_kept_for_cones_only_and_when_finite(penalty, groups, x_kind,
+                                                                        monkeypatch):
+    """Clarabel's NumericalError on a QP with second-order cones (l12) still hands its
+    point to the caller (whose objective check and certificate judge it); with l1,inf, or
+    when the point is not finite, the QP gives no point."""
+    import clarabel
+
+    Phi, y, K = make_random_problem(4, L=12, M=6, K=3, shift=0.6)
+    geo = make_penalty(penalty, groups, Phi.shape[1], K)
+    qp = smooth_qp._QP("square", Phi - Phi.mean(axis=0), y, K, geo, 2.0)
+    exact = qp.solve()
+
+    class NumericalError:
+        def __init__(self, res):
+            self.status = "SolverStatus.NumericalError"
+            self.x = res.x if x_kind == "solution" else [np.nan] * len(res.x)
+
+    original = clarabel.DefaultSolver
+
+    class Solver:                # clarabel.DefaultSolver, its status replaced
+        def __init__(self, *args):
+            self.solver = original(*args)
+
+        def solve(self):
+            return NumericalError(self.solver.solve())
+
+    monkeypatch.setattr(smooth_qp.clarabel, "DefaultSolver", Solver)
+    out = qp.solve()
+    if penalty == "l12" and x_kind == "solution":
+        np.testing.assert_array_equal(out[0], exact[0])
+        np.testing.assert_array_equal(out[1], exact[1])
+    else:
+        assert out is None
+
+
 TERM_CASES = [(m, p, g) for m in ("square", "ova") for p, g in (("l1", None), ("l1inf", 4))]
 
 
