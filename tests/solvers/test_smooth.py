@@ -221,3 +221,96 @@ def test_term_generation_path_reaches_the_cvxpy_optimum(method, penalty, groups,
     monkeypatch.setattr(smooth.smooth_qp, "solve_terms", spy)
     _assert_certified_optimum(method, penalty, groups, 1e-7)
     assert any(calls)
+
+
+def _exact_squared_hinges(method, S, y):
+    """sum of the squared hinges at S (Fractions of the float entries: no rounding)."""
+    from fractions import Fraction
+
+    total = Fraction(0)
+    for l, row in enumerate(S):
+        f = [Fraction(float(v)) for v in row]
+        for k in range(len(f)):
+            if method == "ova":
+                z = 1 - (f[k] if k == y[l] else -f[k])
+            elif k == y[l]:
+                continue
+            else:
+                z = 1 + f[k] - f[y[l]]
+            total += max(z, Fraction(0)) ** 2
+    return total
+
+
+@pytest.mark.parametrize("method", ["square", "ova"])
+def test_loss_change_is_exact_where_the_difference_of_losses_rounds(method):
+    """``_loss_change(S, dS)`` against exact rational arithmetic, at a loss of about 1e6
+    and a change of about 1e-9 of it (the difference of the two losses in floats keeps
+    only its first digits), with terms entering, leaving and staying active."""
+
+    rng = np.random.default_rng(3)
+    L, K = 40, 4
+    y = rng.integers(0, K, L)
+    Ypm = -np.ones((L, K))
+    Ypm[np.arange(L), y] = 1.0
+    S = rng.normal(scale=100.0, size=(L, K))
+    dS = rng.normal(scale=1e-6, size=(L, K))
+    S[0, (y[0] + 1) % K] = S[0, y[0]] - 1.0 + 5e-7      # a term that leaves or enters
+    Sn = S + dS
+    dS = Sn - S                                          # the change the floats hold
+    exact = float(_exact_squared_hinges(method, Sn, y) - _exact_squared_hinges(method, S, y))
+    got = smooth._loss_change(method, S, dS, y, Ypm)
+    assert abs(got - exact) <= 1e-12 * abs(exact)
+    naive = smooth._loss(method, Sn, y, Ypm) - smooth._loss(method, S, y, Ypm)
+    assert abs(naive - exact) > 1e3 * abs(got - exact)    # what the change is for
+    assert smooth._loss(method, S, y, Ypm) > 1e5                 # a loss of about 1e6
+
+
+def test_loss_change_of_logit_and_weight_change_match_their_expansions():
+    """Tiny changes against the second-order Taylor expansion (logit: gradient and Hessian
+    of the log-sum-exp; the norms: ``u.d + (|d|^2 - (u.d)^2) / (2 |w|)``), moderate ones
+    against the difference of values."""
+    rng = np.random.default_rng(4)
+    L, K, M = 30, 5, 8
+    y = rng.integers(0, K, L)
+    Ypm = -np.ones((L, K))
+    Ypm[np.arange(L), y] = 1.0
+    S = rng.normal(scale=30.0, size=(L, K))
+    dS = rng.normal(scale=1e-7, size=(L, K))
+    G = smooth._score_grad("logit", S, y, Ypm)
+    H = smooth._score_hessian("logit", S, y, Ypm)
+    taylor = np.vdot(G, dS) + 0.5 * np.einsum("lk,lkj,lj->", dS, H, dS)
+    assert abs(smooth._loss_change("logit", S, dS, y, Ypm) - taylor) <= 1e-9 * abs(taylor)
+    W = rng.normal(size=(M, K))
+    W[2] = 0.0
+    for name, groups in [("l1", None), ("l2", None), ("l12", "features"), ("l12", 3),
+                         ("l1inf", 3), ("l1inf", "features")]:
+        geo = make_penalty(name, groups, M, K)
+        Wn = W + 0.1 * rng.normal(size=W.shape)
+        Wn[5] = 0.0
+        direct = geo.weight_value(Wn) - geo.weight_value(W)
+        assert smooth._weight_change(geo, W, Wn) == pytest.approx(direct, rel=1e-12)
+    geo = make_penalty("l12", "features", M, K)
+    D = 1e-8 * rng.normal(size=W.shape)
+    D[2] = 0.0
+    nz = np.arange(M) != 2
+    nw = np.linalg.norm(W[nz], axis=1)
+    ud = np.sum(W[nz] * D[nz], axis=1) / nw
+    taylor = np.sum(ud + (np.sum(D[nz] ** 2, axis=1) - ud ** 2) / (2 * nw))
+    assert smooth._weight_change(geo, W, W + D) == pytest.approx(taylor, rel=1e-7)
+
+
+@pytest.mark.parametrize("method,penalty,groups", [("square", "l1inf", 3), ("logit", "l1", None),
+                                                   ("ova", "l12", 3), ("square", "l12", "features")])
+def test_fista_path_certifies_gaps_at_the_objectives_rounding(method, penalty, groups,
+                                                                monkeypatch):
+    """FISTA's sufficient-decrease and restart tests compare changes computed as changes:
+    it certifies a relative gap of 1e-12, where tests on differences of objectives
+    (1e-16 of the objective each) stalled at 1e-7 to 1e-6 on these problems."""
+    monkeypatch.setattr(smooth, "FISTA_MIN_SCORES", 0)
+    monkeypatch.setattr(smooth.smooth_qp, "QP_MAX_SCORES", 0)
+    monkeypatch.setattr(smooth, "KERNEL_MAX", 0)
+    monkeypatch.setattr(smooth, "TERMS_MAX_GAP", 0.0)
+    Phi, y, K = _problem()
+    r = smooth.solve(method, Phi, y, K, make_penalty(penalty, groups, Phi.shape[1], K), 1.5,
+                     tol=1e-12, max_time=60)
+    assert r.converged and r.rel_gap <= 1e-12
