@@ -331,9 +331,18 @@ def _loss_change(method, S, dS, y, Ypm):
     """``loss(S + dS) - loss(S)``, term by term, so that its rounding scales with the change
     and not with the loss: for a squared hinge ``z+ -> (z + dz)+`` the change is
     ``d (z+ + (z + dz)+)`` with ``d = (z + dz)+ - z+`` taken as ``max(dz, -z)`` where
-    ``z >= 0`` (no cancellation), for
-    logit ``log(1 + sum_k p_k expm1(dz_k))`` per row (``p`` the softmax, ``dz`` the
-    margins' change)."""
+    ``z >= 0`` (no cancellation); for logit ``log(1 + sum_k p_k expm1(dz_k))`` per row
+    (``p`` the softmax). ``dz``: the margins' change.
+
+    Parameters
+    ----------
+    S, dS : ndarray (L, K)
+        Scores and their change.
+
+    Returns
+    -------
+    float
+    """
     Z = _margins(method, S, y, Ypm)
     if method == "ova":
         dZ = -Ypm * dS
@@ -352,8 +361,10 @@ def _loss_change(method, S, dS, y, Ypm):
     a += an
     return float(np.vdot(d, a))
 
+
 def _weight_change(geo, W, Wn):
-    """``g(Wn) - g(W)`` group by group (the rounding of :func:`_loss_change`)."""
+    """``g(Wn) - g(W)`` group by group (the rounding of :func:`_loss_change`); W, Wn (m, K)
+    for the penalty ``geo`` made for (m, K)."""
     if geo.name == "l2":
         return 0.5 * float(np.vdot(Wn - W, Wn + W))
     if geo.name == "l1":
@@ -365,7 +376,6 @@ def _weight_change(geo, W, Wn):
     den = na + nb
     num = np.einsum("ijk,ijk->ik", B - A, B + A)
     return float(np.sum(np.divide(num, den, out=np.zeros_like(num), where=den > 0)))
-
 
 
 class _Units:
