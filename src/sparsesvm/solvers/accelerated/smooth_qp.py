@@ -86,7 +86,7 @@ TERMS_MAX_SCORES = QP_MAX_SCORES
 #: group when its dual norm exceeds ``1 - TERMS_MARGIN``. 0.1 against 0.3 on MNIST
 #: (l1,inf/81, L = 30, 100 and 1000; ``benchmarks/bench_smooth.py --problems mnist-real
 #: --terms-margin 0.3``): smaller QPs, faster in five of the six fits of square and
-#: one-vs-all, square at L = 1000 5 % slower (README, "Deviations")
+#: one-vs-all, all but square at L = 1000 (README, "Deviations")
 TERMS_MARGIN = 0.1
 #: most QPs of one term generation
 TERMS_ROUNDS = 8
