@@ -381,10 +381,14 @@ def _weight_change(geo, W, Wn):
     A, B = geo.to_groups(W), geo.to_groups(Wn)
     if geo.name == "l1inf":
         return float(np.sum(np.abs(B).max(axis=1) - np.abs(A).max(axis=1)))
-    na, nb = np.sqrt(np.einsum("ijk,ijk->ik", A, A)), np.sqrt(np.einsum("ijk,ijk->ik", B, B))
-    den = na + nb
+    den = _group_norms(A) + _group_norms(B)
     num = np.einsum("ijk,ijk->ik", B - A, B + A)
     return float(np.sum(np.divide(num, den, out=np.zeros_like(num), where=den > 0)))
+
+
+def _group_norms(A):
+    """The l2 norms (n1, n2) of the groups of ``A = geo.to_groups(W)`` (axis 1: one group)."""
+    return np.sqrt(np.einsum("ijk,ijk->ik", A, A))
 
 
 class _Units:
@@ -792,7 +796,7 @@ class _CoordinateDescent:
         """
         geo, lam, method, y, Ypm, W = self.geo, self.lam, self.method, self.y, self.Ypm, self.W
         A = geo.to_groups(W)
-        nrm = np.sqrt(np.einsum("ijk,ijk->ik", A, A))[:, None, :]
+        nrm = _group_norms(A)[:, None, :]
         on = np.broadcast_to(nrm > 0, A.shape)
         inv = np.where(nrm > 0, 1.0 / np.where(nrm > 0, nrm, 1.0), 0.0)
         U = A * inv
@@ -839,9 +843,9 @@ class _CoordinateDescent:
             return False
         dw, db = d[:n].reshape(Mr.shape) * Mr, d[n:]
         t = 1.0
+        Wn = W.copy()
         while t > 1e-10:
-            Wn = W.copy()
-            Wn[rows] += t * dw
+            Wn[rows] = W[rows] + t * dw
             dS = np.asarray(P @ (t * dw)) + t * db
             change = _weight_change(geo, W, Wn) + lam * _loss_change(method, self.S, dS, y, Ypm)
             if change < 0 and change <= 1e-4 * t * slope:
