@@ -45,9 +45,10 @@ import _harness as h  # one BLAS thread
 
 #: leukemia's (penalty, groups, alphas): Table 1's best alphas of the smooth baselines in
 #: E1's record at db7c2d1 (l1: 3e4 square and ova, 30 logit; l1inf: 3e4 square and ova,
-#: 3e3 logit), and alpha = 1, the grids' nearly hard-margin end
+#: 3e3 logit; l12: 1e4 square, 3e3 ova, 100 logit), and alpha = 1, the grids' nearly
+#: hard-margin end
 LEUKEMIA_CASES = (("l1", None, (1.0, 30.0, 3e4)), ("l1inf", 5, (1.0, 3e3, 3e4)),
-                  ("l2", None, (1e8,)))
+                  ("l12", 5, (1.0, 100.0, 3e3, 1e4)), ("l2", None, (1e8,)))
 #: the published best alphas: E2's (l1,inf/81; the smooth baselines' at L = 100 are the real
 #: MNIST cases) and E3's (News20, l1,2 across classes)
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -64,6 +65,8 @@ CONSTANT_OPTIONS = (
     ("--terms-kkt", str, "smooth_qp", "TERMS_KKT",
      "Clarabel's KKT solver of term generation's QPs: qdldl, faer; default Clarabel's own"),
     ("--terms-max-scores", int, "smooth_qp", "TERMS_MAX_SCORES", "largest term generation QP"),
+    ("--logit-fista", int, "smooth", "LOGIT_FISTA",
+     "0: logit with l1, l1,2, l1,inf on the full QPs up to 5000 scores (the earlier choice)"),
     ("--terms-max-gap", float, "smooth", "TERMS_MAX_GAP",
      "the certified gap from which term generation is tried; inf: from the start"),
 )
@@ -155,7 +158,8 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--methods", default="square,logit,ova")
     ap.add_argument("--problems", default="leukemia,mnist")
-    ap.add_argument("--penalties", default="l1,l1inf,l2", help="leukemia penalties to run")
+    ap.add_argument("--penalties", default="l1,l1inf,l2",
+                    help="leukemia penalties to run (also: l12)")
     ap.add_argument("--no-anchor", action="store_true")
     ap.add_argument("--cd-only", action="store_true",
                     help="also time the accelerated solver without its working-set QPs "

@@ -115,11 +115,19 @@ FISTA_MIN_SCORES = 5000
 #: are large and give no point: ``benchmarks/bench_smooth.py --terms-max-gap inf``; README,
 #: "Deviations")
 TERMS_MAX_GAP = 1.0
-#: l1,2 on the FISTA path: once the full certified gap is at most this, Newton steps on the
-#: non-zero groups and the biases (:meth:`_CoordinateDescent.support_newton`) before FISTA
+#: l1, l1,2 and l1,inf on the FISTA path: once the full certified gap is at most this,
+#: Newton steps on the penalty's face and the biases
+#: (:meth:`_CoordinateDescent.support_newton`) before FISTA
 NEWTON_CG_MAX_GAP = 1e-4
+#: logit with l1, l1,2 or l1,inf takes the FISTA path (with the Newton steps above) at
+#: every size, not the full QPs' proximal Newton steps: News20 L = 200 (l1,2, alpha = 1e-5)
+#: stalled at a certified 3.0 after 641 s on the QPs (README, "Deviations")
+LOGIT_FISTA = True
 #: conjugate-gradient iterations of one such Newton step
 NEWTON_CG_ITER = 1000
+#: l1,inf's Newton steps move a group's entries within this relative distance of its
+#: largest together (:class:`_Face`)
+FACE_TIES = 1e-9
 #: the stall rule of the FISTA path (iterations without halving the certified gap; with
 #: 3000, MNIST L = 1000 square stopped while it was still improving)
 FISTA_STALL = 10000
@@ -389,6 +397,101 @@ def _weight_change(geo, W, Wn):
 def _group_norms(A):
     """The l2 norms (n1, n2) of the groups of ``A = geo.to_groups(W)`` (axis 1: one group)."""
     return np.sqrt(np.einsum("ijk,ijk->ik", A, A))
+
+
+class _Face:
+    """The smooth face of an l1, l1,2 or l1,inf penalty at the weights ``W`` (M, K), in the
+    coordinates ``z`` (``n`` of them) of :meth:`_CoordinateDescent.support_newton`.
+
+    l1 and l1,2: ``z`` holds the entries of the non-zero groups, where the penalty is
+    smooth. l1,inf: per non-zero group, one variable moves its largest entries together
+    (``sign * tau``; the penalty is ``tau`` there, linear) and the group's other entries are
+    free (``z`` holds those entries, then the groups' ``tau``). Zero groups stay 0.
+
+    Attributes
+    ----------
+    rows : ndarray of int
+        The features (rows of W) that ``z`` moves.
+    n : int
+    pen_grad, pen_diag : ndarray (n,)
+        The penalty's gradient and Hessian diagonal in ``z``.
+    """
+
+    PENALTIES = ("l1", "l12", "l1inf")
+
+    def __init__(self, geo, W):
+        self.geo, self.shape = geo, W.shape
+        A = geo.to_groups(W)
+        real = geo.to_groups(np.ones(W.shape, dtype=bool))       # (not the blocks' padding)
+        if geo.name == "l1inf":
+            top_val = np.abs(A).max(axis=1)
+            self.tau = top_val > 0                                 # (n1, n2): groups moving
+            # the largest entries, tied to FACE_TIES (a QP's or coordinate descent's ties
+            # may differ in their last digits; FISTA's prox ties them exactly)
+            top = (np.abs(A) >= (1.0 - FACE_TIES) * top_val[:, None, :]) & self.tau[:, None, :]
+            self.sign = np.sign(A) * top
+            self.top_val = top_val
+            self.free = self.tau[:, None, :] & ~top & real
+            self.U = None
+        elif geo.name in ("l1", "l12"):
+            nrm = _group_norms(A)[:, None, :]
+            self.tau = np.zeros(nrm[:, 0].shape, dtype=bool)
+            self.free = np.broadcast_to(nrm > 0, A.shape) & real
+            self.inv = np.where(nrm > 0, 1.0 / np.where(nrm > 0, nrm, 1.0), 0.0)
+            self.U = A * self.inv
+            top = np.zeros(A.shape, dtype=bool)
+        else:
+            raise ValueError(f"no face Newton steps for the {geo.name} penalty")
+        self.nf, self.nt = int(self.free.sum()), int(self.tau.sum())
+        self.n = self.nf + self.nt
+        self.rows = np.flatnonzero(geo.from_groups(self.free | top).any(axis=1))
+        if self.U is None:
+            self.pen_grad = np.concatenate([np.zeros(self.nf), np.ones(self.nt)])
+            self.pen_diag = np.zeros(self.n)
+        else:
+            self.pen_grad = self.U[self.free]
+            self.pen_diag = ((1.0 - self.U * self.U) * self.inv)[self.free]
+
+    def snap(self, W):
+        """``W`` with l1,inf's tied entries made exactly equal (the face's point; a copy)."""
+        if not self.nt:
+            return W.copy()
+        A = self.geo.to_groups(W.copy())
+        on = self.sign != 0
+        A[on] = (self.sign * self.top_val[:, None, :])[on]
+        return self.geo.from_groups(A).copy()
+
+    def _groups(self, z):
+        D = np.zeros(self.free.shape)
+        D[self.free] = z[:self.nf]
+        if self.nt:
+            T = np.zeros(self.tau.shape)
+            T[self.tau] = z[self.nf:]
+            D += self.sign * T[:, None, :]
+        return D
+
+    def expand(self, z):
+        """The weights' change (len(rows), K) of a move ``z``."""
+        return self.geo.from_groups(self._groups(z))[self.rows]
+
+    def restrict(self, V, squared=False):
+        """The transpose of :meth:`expand` applied to ``V`` (len(rows), K); ``squared``: with
+        the squares of its coefficients (a Hessian diagonal's, cross terms left out)."""
+        full = np.zeros(self.shape)
+        full[self.rows] = V
+        A = self.geo.to_groups(full)
+        out = A[self.free]
+        if not self.nt:
+            return out
+        S = np.abs(self.sign) if squared else self.sign
+        return np.concatenate([out, np.einsum("ijk,ijk->ik", S, A)[self.tau]])
+
+    def pen_hv(self, z):
+        """The penalty's Hessian times ``z`` (0 on l1,inf's faces and for l1)."""
+        if self.U is None:
+            return np.zeros(self.n)
+        D = self._groups(z)
+        return ((D - self.U * np.einsum("ijk,ijk->ik", self.U, D)[:, None, :]) * self.inv)[self.free]
 
 
 class _Units:
@@ -780,31 +883,28 @@ class _CoordinateDescent:
         return epochs
 
     def support_newton(self):
-        """One damped Newton step on the non-zero groups of an l1,2 penalty and the biases
-        (in place; the other weights stay 0): whether it lowered the objective.
+        """One damped Newton step on the smooth face of the penalty where the weights lie,
+        and the biases (in place): whether it lowered the objective.
 
-        On its non-zero groups the penalty is smooth (Hessian ``(I - u u^T) / ||w_G||``,
-        ``u = w_G / ||w_G||``, per group) and the loss has the generalised Hessian blocks
-        of :func:`_score_hessian`; the Newton system, damped by 1e-10 of its largest
-        diagonal entry (directions without curvature), is solved by conjugate gradients
-        (Hessian-vector products, Jacobi preconditioner, at most :data:`NEWTON_CG_ITER`
-        iterations) and the step by an Armijo search on the objective's change
-        (:func:`_loss_change`, :func:`_weight_change`). Why: on News20 (L = 1000, square)
-        FISTA stalled at a certified 1.1e-6: the residual sat on rows whose columns are
-        nearly parallel, coupled through the documents to nearly every non-zero row, where
-        FISTA's steps are tiny (README, "Deviations").
+        The face (:class:`_Face`): l1 and l1,2 on their non-zero groups, whose other weights
+        stay 0 (the penalty is smooth there: Hessian ``(I - u u^T) / ||w_G||``, ``u = w_G /
+        ||w_G||``, 0 for l1); l1,inf on its non-zero groups with their largest entries
+        moving together (one variable per group, where the penalty is linear) and the others
+        free. The loss has the generalised Hessian blocks of :func:`_score_hessian`; the
+        Newton system, damped by 1e-10 of its largest diagonal entry (directions without
+        curvature), is solved by conjugate gradients (Hessian-vector products, Jacobi
+        preconditioner, at most :data:`NEWTON_CG_ITER` iterations) and the step by an Armijo
+        search on the objective's change (:func:`_loss_change`, :func:`_weight_change`),
+        which is the true objective's wherever the step leaves the face. Why: on News20
+        (L = 1000, square) FISTA stalled at a certified 1.1e-6: the residual sat on rows
+        whose columns are nearly parallel, coupled through the documents to nearly every
+        non-zero row, where FISTA's steps are tiny (README, "Deviations").
         """
         geo, lam, method, y, Ypm, W = self.geo, self.lam, self.method, self.y, self.Ypm, self.W
-        A = geo.to_groups(W)
-        nrm = _group_norms(A)[:, None, :]
-        on = np.broadcast_to(nrm > 0, A.shape)
-        inv = np.where(nrm > 0, 1.0 / np.where(nrm > 0, nrm, 1.0), 0.0)
-        U = A * inv
-        mask = geo.from_groups(on.astype(float))
-        rows = np.flatnonzero(mask.any(axis=1))
-        if not rows.size:
+        face = _Face(geo, W)
+        if not face.n:
             return False
-        Mr = mask[rows]
+        rows, n, K = face.rows, face.n, W.shape[1]
         P = self.units.Phi[:, rows]
         if self.units.sparse:
             P, PT = P.tocsr(), P.T.tocsr()
@@ -813,26 +913,17 @@ class _CoordinateDescent:
             PT, P2T = P.T, (P * P).T
         G = _score_grad(method, self.S, y, Ypm)
         H = _score_hessian(method, self.S, y, Ypm)
-        full = np.zeros_like(W)
-
-        def pen_hv(dw):   # the penalty's Hessian on the rows' weights
-            full[rows] = dw
-            D = geo.to_groups(full)
-            return geo.from_groups((D - U * np.einsum("ijk,ijk->ik", U, D)[:, None, :]) * inv)[rows]
-
-        n, K = Mr.size, W.shape[1]
-        g = np.concatenate([((lam * np.asarray(PT @ G) + geo.from_groups(U)[rows]) * Mr).ravel(),
+        g = np.concatenate([lam * face.restrict(np.asarray(PT @ G)) + face.pen_grad,
                             lam * G.sum(axis=0)])
         diag = np.concatenate([
-            (lam * np.asarray(P2T @ np.einsum("lkk->lk", H))
-             + geo.from_groups((1.0 - U * U) * inv)[rows]).ravel() * Mr.ravel() + (1.0 - Mr.ravel()),
-            lam * np.einsum("lkk->k", H)])
+            lam * face.restrict(np.asarray(P2T @ np.einsum("lkk->lk", H)), squared=True)
+            + face.pen_diag, lam * np.einsum("lkk->k", H)])
         damp = 1e-10 * diag.max()
 
         def hv(x):
-            dw, db = x[:n].reshape(Mr.shape) * Mr, x[n:]
+            dw, db = face.expand(x[:n]), x[n:]
             HdS = lam * np.einsum("lij,lj->li", H, np.asarray(P @ dw) + db)
-            return np.concatenate([((np.asarray(PT @ HdS) + pen_hv(dw)) * Mr).ravel(),
+            return np.concatenate([face.restrict(np.asarray(PT @ HdS)) + face.pen_hv(x[:n]),
                                    HdS.sum(axis=0)]) + damp * x
 
         op = LinearOperator((n + K, n + K), matvec=hv, dtype=float)
@@ -841,12 +932,13 @@ class _CoordinateDescent:
         slope = float(g @ d)
         if not slope < 0:
             return False
-        dw, db = d[:n].reshape(Mr.shape) * Mr, d[n:]
+        dw, db = face.expand(d[:n]), d[n:]
         t = 1.0
+        W0 = face.snap(W)
         Wn = W.copy()
         while t > 1e-10:
-            Wn[rows] = W[rows] + t * dw
-            dS = np.asarray(P @ (t * dw)) + t * db
+            Wn[rows] = W0[rows] + t * dw
+            dS = np.asarray(P @ (Wn[rows] - W[rows])) + t * db
             change = _weight_change(geo, W, Wn) + lam * _loss_change(method, self.S, dS, y, Ypm)
             if change < 0 and change <= 1e-4 * t * slope:
                 W[rows] = Wn[rows]
@@ -975,15 +1067,17 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
     ws_size = MIN_WS
     best = (np.inf, 0)
     # square and one-vs-all (l1, l1inf) from smooth_qp.TERMS_MIN_SCORES scores on: FISTA, then
-    # term generation once the gap is at most TERMS_MAX_GAP; smaller problems, logit and l12:
-    # full QPs up to smooth_qp.QP_MAX_SCORES, above that FISTA
+    # term generation once the gap is at most TERMS_MAX_GAP; logit (l1, l12, l1inf; with
+    # LOGIT_FISTA): FISTA at every size; the others: full QPs up to smooth_qp.QP_MAX_SCORES,
+    # above that FISTA
     terms = smooth_qp.terms_available(cd.method, cd.geo, *cd.S.shape)
-    exact = terms or smooth_qp.available(cd.geo, *cd.S.shape)
-    fista = terms or (not exact and cd.S.size > FISTA_MIN_SCORES)
+    logit_fista = LOGIT_FISTA and cd.method == "logit" and cd.geo.name in _Face.PENALTIES
+    exact = terms or (not logit_fista and smooth_qp.available(cd.geo, *cd.S.shape))
+    fista = terms or logit_fista or (not exact and cd.S.size > FISTA_MIN_SCORES)
     terms_tried = np.inf   # the full gap at the last term generation that gave no point
-    # l1,2 on the FISTA path: Newton steps on the support from NEWTON_CG_MAX_GAP on, again only
-    # after the gap has fallen tenfold since a step that did not halve it
-    newton = fista and cd.geo.name == "l12"
+    # on the FISTA path: Newton steps on the penalty's face from NEWTON_CG_MAX_GAP on, again
+    # only after the gap has fallen tenfold since a step that did not halve it
+    newton = fista and cd.geo.name in _Face.PENALTIES
     newton_from, newton_tried = None, np.inf
     stall_after = FISTA_STALL if fista else STALL_EPOCHS
     last_ws = None
