@@ -34,12 +34,14 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   :data:`~sparsesvm.solvers.accelerated.smooth_qp.QP_MAX_SCORES` (and
   clarabel installed; square and one-vs-all with l1 or l1,inf only below
   :data:`~sparsesvm.solvers.accelerated.smooth_qp.TERMS_MIN_SCORES`, see the term
-  generation below), the working-set subproblems are **conic QPs** solved
+  generation below; logit only with :data:`LOGIT_FISTA` off), the working-set
+  subproblems are **conic QPs** solved
   by an interior-point method (:mod:`.smooth_qp`: square and one-vs-all
   exactly, logit by proximal Newton steps); the working sets grow as in a
   column generation, and coordinate descent takes over once a working set
   repeats (the QP solver's accuracy is then the limit);
-* without the QPs and with ``L K >`` :data:`FISTA_MIN_SCORES`, the working-set
+* without the QPs and with ``L K >`` :data:`FISTA_MIN_SCORES`, and for logit with l1,
+  l1,2 and l1,inf at every size (:data:`LOGIT_FISTA`), the working-set
   subproblems are solved by **FISTA** with backtracking steps and restarts
   (:meth:`_CoordinateDescent.accelerated`) instead of coordinate descent:
   on MNIST's scattering features at L = 1000 (l1,inf/81) coordinate descent
@@ -51,10 +53,14 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   sufficient-decrease and restart tests compare the objective's *changes* computed as
   changes (:func:`_loss_change`, :func:`_weight_change`), not differences of objectives:
   near the optimum the changes fall to the objective's own rounding, and News20's square
-  (L = 1000) stalled at a certified 1.9e-5 on the differences; with l1,2, from a full gap
-  of :data:`NEWTON_CG_MAX_GAP` on, **Newton steps on the support** (the non-zero groups and
-  the biases, by conjugate gradients: :meth:`_CoordinateDescent.support_newton`) come
-  before FISTA's rounds, where FISTA alone stalled at 1.1e-6 on nearly parallel columns;
+  (L = 1000) stalled at a certified 1.9e-5 on the differences; with l1, l1,2 and l1,inf,
+  from a full gap of :data:`NEWTON_CG_MAX_GAP` on, **Newton steps on the penalty's face**
+  (the non-zero groups, l1,inf's largest entries of a group moving together, and the
+  biases, by conjugate gradients: :class:`_Face`, :meth:`_CoordinateDescent.support_newton`)
+  come before FISTA's rounds, where FISTA alone stalled at 1.1e-6 on nearly parallel
+  columns (News20, square); logit takes this path at every size: the full QPs' proximal
+  Newton steps stalled at a certified 3.0 on News20 at L = 200 (nearly hard-margin,
+  alpha = 1e-5), where this path certifies 1e-6 in seconds;
 * square and one-vs-all with l1 or l1,inf from
   :data:`~sparsesvm.solvers.accelerated.smooth_qp.TERMS_MIN_SCORES` scores on (MNIST from
   L = 30) take the FISTA path and switch to **term and group generation** once the full
