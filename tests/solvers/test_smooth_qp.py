@@ -130,6 +130,7 @@ def test_failed_qps_fall_back_to_coordinate_descent(method, monkeypatch):
         return None
 
     monkeypatch.setattr(smooth_qp._QP, "solve", failing)
+    monkeypatch.setattr(smooth, "LOGIT_FISTA", False)   # logit's QPs: off by default
     clf = SparseSVC(method=method, penalty="l1inf", groups=3, alpha=1.0 / lam, tol=tol,
                     solver="accelerated").fit(Phi, y)
     assert calls and clf.converged_ and clf.rel_gap_ <= tol

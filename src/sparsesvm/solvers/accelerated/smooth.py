@@ -53,8 +53,9 @@ Engine: **working-set block coordinate descent** (the skglm / celer design):
   sufficient-decrease and restart tests compare the objective's *changes* computed as
   changes (:func:`_loss_change`, :func:`_weight_change`), not differences of objectives:
   near the optimum the changes fall to the objective's own rounding, and News20's square
-  (L = 1000) stalled at a certified 1.9e-5 on the differences; with l1, l1,2 and l1,inf,
-  from a full gap of :data:`NEWTON_CG_MAX_GAP` on, **Newton steps on the penalty's face**
+  (L = 1000) stalled at a certified 1.9e-5 on the differences; with l1, l1,2 and l1,inf
+  (without term generation, below), from a full gap of :data:`NEWTON_CG_MAX_GAP` on,
+  **Newton steps on the penalty's face**
   (the non-zero groups, l1,inf's largest entries of a group moving together, and the
   biases, by conjugate gradients: :class:`_Face`, :meth:`_CoordinateDescent.support_newton`)
   come before FISTA's rounds, where FISTA alone stalled at 1.1e-6 on nearly parallel
@@ -121,8 +122,8 @@ FISTA_MIN_SCORES = 5000
 #: are large and give no point: ``benchmarks/bench_smooth.py --terms-max-gap inf``; README,
 #: "Deviations")
 TERMS_MAX_GAP = 1.0
-#: l1, l1,2 and l1,inf on the FISTA path: once the full certified gap is at most this,
-#: Newton steps on the penalty's face and the biases
+#: l1, l1,2 and l1,inf on the FISTA path without term generation: once the full certified
+#: gap is at most this, Newton steps on the penalty's face and the biases
 #: (:meth:`_CoordinateDescent.support_newton`) before FISTA
 NEWTON_CG_MAX_GAP = 1e-4
 #: logit with l1, l1,2 or l1,inf takes the FISTA path (with the Newton steps above) at
@@ -1081,9 +1082,10 @@ def _outer_loop(cd, rec, X, mu, tol, max_iter, deadline, t0):
     exact = terms or (not logit_fista and smooth_qp.available(cd.geo, *cd.S.shape))
     fista = terms or logit_fista or (not exact and cd.S.size > FISTA_MIN_SCORES)
     terms_tried = np.inf   # the full gap at the last term generation that gave no point
-    # on the FISTA path: Newton steps on the penalty's face from NEWTON_CG_MAX_GAP on, again
-    # only after the gap has fallen tenfold since a step that did not halve it
-    newton = fista and cd.geo.name in _Face.PENALTIES
+    # on the FISTA path without term generation (which solves exactly): Newton steps on the
+    # penalty's face from NEWTON_CG_MAX_GAP on, again only after the gap has fallen tenfold
+    # since a step that did not halve it
+    newton = fista and not terms and cd.geo.name in _Face.PENALTIES
     newton_from, newton_tried = None, np.inf
     stall_after = FISTA_STALL if fista else STALL_EPOCHS
     last_ws = None
