@@ -33,6 +33,8 @@ Usage::
         --mnist-L 1000 --methods square,ova --no-anchor --terms-margin 0.3   # its constants:
         # also --terms-kkt qdldl, --terms-max-gap inf, --terms-max-scores N
     python benchmarks/bench_smooth.py --mirror ../shared/data --problems news20 --no-anchor
+    python benchmarks/bench_smooth.py --mirror ../shared/data --problems news20 --news20-L 200 \
+        --methods logit --no-anchor --logit-fista 0   # logit's engine choice: the full QPs
 """
 
 import argparse
@@ -103,9 +105,10 @@ def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, c
     row = dict(problem=name, method=method, penalty=f"{penalty}/{groups}" if groups else penalty,
                alpha=alpha, ours_s=t_ours, ours_gap=ours.rel_gap_, ours_obj=ours.objective_)
     if cd_only:   # the same solver without its working-set QPs (as without clarabel) and
-        # without FISTA on the large problems: coordinate descent alone
+        # without FISTA (the large problems', logit's): coordinate descent alone
         with patch.object(smooth_qp, "clarabel", None), \
-                patch.object(smooth, "FISTA_MIN_SCORES", float("inf")):
+                patch.object(smooth, "FISTA_MIN_SCORES", float("inf")), \
+                patch.object(smooth, "LOGIT_FISTA", False):
             cd, t_cd = h.timed(fit, Phi, y)
         row.update(cd_s=t_cd, cd_gap=cd.rel_gap_)
     if no_terms and method in ("square", "ova"):   # the full QPs up to 5000 scores, FISTA above

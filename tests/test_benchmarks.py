@@ -177,19 +177,19 @@ def test_mnist_scattering_is_balanced_nested_and_the_workflows_features(harness,
 
 
 def test_bench_smooth_options_set_the_solver_constants():
-    # bench_smooth.py --terms-*: each option sets its constant of the solver for the run
+    # bench_smooth.py --terms-*, --logit-fista: each option sets its constant of the solver
     code = ("import sys\n"
             f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
             "import bench_smooth\n"
             "from sparsesvm.solvers.accelerated import smooth, smooth_qp\n"
             "bench_smooth.main(['--problems', 'none', '--terms-from', '0', '--terms-margin',\n"
             "                   '0.25', '--terms-kkt', 'qdldl', '--terms-max-scores', '77',\n"
-            "                   '--terms-max-gap', 'inf'])\n"
+            "                   '--terms-max-gap', 'inf', '--logit-fista', '0'])\n"
             "print(repr((smooth_qp.TERMS_MIN_SCORES, smooth_qp.TERMS_MARGIN, smooth_qp.TERMS_KKT,\n"
-            "            smooth_qp.TERMS_MAX_SCORES, smooth.TERMS_MAX_GAP)))\n")
+            "            smooth_qp.TERMS_MAX_SCORES, smooth.TERMS_MAX_GAP, smooth.LOGIT_FISTA)))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "(0.0, 0.25, 'qdldl', 77, inf)"
+    assert proc.stdout.strip().splitlines()[-1] == "(0.0, 0.25, 'qdldl', 77, inf, 0)"
 
 
 @pytest.mark.mirror
