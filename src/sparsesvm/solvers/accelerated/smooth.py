@@ -102,7 +102,7 @@ from ..registry import model_parameters, register_solver
 from . import smooth_qp
 
 __all__ = ["SmoothResult", "solve", "MIN_WS", "INNER_RATIO", "ANDERSON", "FISTA_MIN_SCORES",
-           "TERMS_MAX_GAP", "NEWTON_CG_MAX_GAP"]
+           "TERMS_MAX_GAP", "NEWTON_CG_MAX_GAP", "LOGIT_FISTA"]
 
 #: smallest working set (units)
 MIN_WS = 10
