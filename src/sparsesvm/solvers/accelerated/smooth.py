@@ -407,8 +407,9 @@ def _group_norms(A):
 
 
 class _Face:
-    """The smooth face of an l1, l1,2 or l1,inf penalty at the weights ``W`` (M, K), in the
-    coordinates ``z`` (``n`` of them) of :meth:`_CoordinateDescent.support_newton`.
+    """The smooth face of an l1, l1,2 or l1,inf penalty ``geo`` at the weights ``W`` (m, K)
+    (the rows of the non-zero units, with their own penalty: :meth:`_Units.sub_geo`), in
+    the coordinates ``z`` (``n`` of them) of :meth:`_CoordinateDescent.support_newton`.
 
     l1 and l1,2: ``z`` holds the entries of the non-zero groups, where the penalty is
     smooth. l1,inf: per non-zero group, one variable moves its largest entries together
@@ -417,8 +418,6 @@ class _Face:
 
     Attributes
     ----------
-    rows : ndarray of int
-        The features (rows of W) that ``z`` moves.
     n : int
     pen_grad, pen_diag : ndarray (n,)
         The penalty's gradient and Hessian diagonal in ``z``.
@@ -427,7 +426,7 @@ class _Face:
     PENALTIES = ("l1", "l12", "l1inf")
 
     def __init__(self, geo, W):
-        self.geo, self.shape = geo, W.shape
+        self.geo = geo
         A = geo.to_groups(W)
         real = geo.to_groups(np.ones(W.shape, dtype=bool))       # (not the blocks' padding)
         if geo.name == "l1inf":
@@ -446,12 +445,10 @@ class _Face:
             self.free = np.broadcast_to(nrm > 0, A.shape) & real
             self.inv = np.where(nrm > 0, 1.0 / np.where(nrm > 0, nrm, 1.0), 0.0)
             self.U = A * self.inv
-            top = np.zeros(A.shape, dtype=bool)
         else:
             raise ValueError(f"no face Newton steps for the {geo.name} penalty")
         self.nf, self.nt = int(self.free.sum()), int(self.tau.sum())
         self.n = self.nf + self.nt
-        self.rows = np.flatnonzero(geo.from_groups(self.free | top).any(axis=1))
         if self.U is None:
             self.pen_grad = np.concatenate([np.zeros(self.nf), np.ones(self.nt)])
             self.pen_diag = np.zeros(self.n)
@@ -460,12 +457,12 @@ class _Face:
             self.pen_diag = ((1.0 - self.U * self.U) * self.inv)[self.free]
 
     def snap(self, W):
-        """``W`` with l1,inf's tied entries made exactly equal (the face's point; a copy)."""
-        if not self.nt:
-            return W.copy()
+        """``W`` (m, K) with l1,inf's tied entries made exactly equal (the face's point; a
+        copy)."""
         A = self.geo.to_groups(W.copy())
-        on = self.sign != 0
-        A[on] = (self.sign * self.top_val[:, None, :])[on]
+        if self.nt:
+            on = self.sign != 0
+            A[on] = (self.sign * self.top_val[:, None, :])[on]
         return self.geo.from_groups(A).copy()
 
     def _groups(self, z):
@@ -478,15 +475,13 @@ class _Face:
         return D
 
     def expand(self, z):
-        """The weights' change (len(rows), K) of a move ``z``."""
-        return self.geo.from_groups(self._groups(z))[self.rows]
+        """The weights' change (m, K) of a move ``z``."""
+        return self.geo.from_groups(self._groups(z))
 
     def restrict(self, V, squared=False):
-        """The transpose of :meth:`expand` applied to ``V`` (len(rows), K); ``squared``: with
-        the squares of its coefficients (a Hessian diagonal's, cross terms left out)."""
-        full = np.zeros(self.shape)
-        full[self.rows] = V
-        A = self.geo.to_groups(full)
+        """The transpose of :meth:`expand` applied to ``V`` (m, K); ``squared``: with the
+        squares of its coefficients (a Hessian diagonal's, cross terms left out)."""
+        A = self.geo.to_groups(V)
         out = A[self.free]
         if not self.nt:
             return out
@@ -527,6 +522,10 @@ class _Units:
             P = np.hstack([Phi, np.zeros((L, pad))]) if pad else Phi
             blocks = P.reshape(L, self.n, self.size).transpose(1, 0, 2)
             self.norm2 = np.linalg.norm(blocks, ord=2, axis=(1, 2)) ** 2
+
+    def nonzero(self, W):
+        """Whether each unit has a non-zero weight in ``W`` (M, K): bool (n,)."""
+        return np.abs(self.geo.to_groups(W)).reshape(self.n, -1).max(axis=1) > 0
 
     def rows(self, units):
         """Feature indices (sorted) of the given units (sorted)."""
@@ -700,7 +699,7 @@ class _CoordinateDescent:
             return np.arange(units.n), ws_size
         V = self.lam * np.asarray(self.Phi.T @ self.Gs)
         score = geo.group_dual_norms(V).reshape(units.n, -1).max(axis=1)
-        nz = np.abs(geo.to_groups(self.W)).reshape(units.n, -1).max(axis=1) > 0
+        nz = units.nonzero(self.W)
         score[nz] = np.inf
         n_nz = int(nz.sum())
         ws_size = min(units.n, max(MIN_WS, 2 * n_nz, ws_size))
@@ -907,13 +906,15 @@ class _CoordinateDescent:
         whose columns are nearly parallel, coupled through the documents to nearly every
         non-zero row, where FISTA's steps are tiny (README, "Deviations").
         """
-        geo, lam, method, y, Ypm, W = self.geo, self.lam, self.method, self.y, self.Ypm, self.W
-        face = _Face(geo, W)
-        if not face.n:
+        lam, method, y, Ypm, W, units = self.lam, self.method, self.y, self.Ypm, self.W, self.units
+        rows = units.rows(np.flatnonzero(units.nonzero(W)))
+        if not rows.size:
             return False
-        rows, n, K = face.rows, face.n, W.shape[1]
-        P = self.units.Phi[:, rows]
-        if self.units.sparse:
+        geo = units.sub_geo(rows)
+        face = _Face(geo, W[rows])
+        n, K = face.n, W.shape[1]
+        P = units.Phi[:, rows]
+        if units.sparse:
             P, PT = P.tocsr(), P.T.tocsr()
             P2T = P.multiply(P).T.tocsr()
         else:
@@ -941,14 +942,14 @@ class _CoordinateDescent:
             return False
         dw, db = face.expand(d[:n]), d[n:]
         t = 1.0
-        W0 = face.snap(W)
-        Wn = W.copy()
+        Wr = W[rows]
+        W0 = face.snap(Wr)
         while t > 1e-10:
-            Wn[rows] = W0[rows] + t * dw
-            dS = np.asarray(P @ (Wn[rows] - W[rows])) + t * db
-            change = _weight_change(geo, W, Wn) + lam * _loss_change(method, self.S, dS, y, Ypm)
+            Wn = W0 + t * dw
+            dS = np.asarray(P @ (Wn - Wr)) + t * db
+            change = _weight_change(geo, Wr, Wn) + lam * _loss_change(method, self.S, dS, y, Ypm)
             if change < 0 and change <= 1e-4 * t * slope:
-                W[rows] = Wn[rows]
+                W[rows] = Wn
                 self.b += t * db
                 self.start()
                 return True
