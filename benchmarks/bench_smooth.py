@@ -92,14 +92,16 @@ def run(name, Phi, y, method, penalty, groups, alpha, tol, anchor, paper_iter, c
 
     from sparsesvm.solvers.accelerated import smooth, smooth_qp
 
+    SparseSVC = h.SparseSVC   # imported here, not in the first fit's clock (scikit-learn)
+
     def fit(Phi, y):   # a new estimator per call: the rows below read each fit's own
         if max_time is not None:
             K = int(y.max()) + 1
             geo = h.make_penalty(penalty, groups, Phi.shape[1], K)
             r = smooth.solve(method, Phi, y, K, geo, 1.0 / alpha, tol=tol, max_time=max_time)
             return SimpleNamespace(rel_gap_=r.rel_gap, objective_=r.objective)
-        return h.SparseSVC(method=method, penalty=penalty, groups=groups, alpha=alpha, tol=tol,
-                           solver="accelerated").fit(Phi, y)
+        return SparseSVC(method=method, penalty=penalty, groups=groups, alpha=alpha, tol=tol,
+                         solver="accelerated").fit(Phi, y)
 
     ours, t_ours = h.timed(fit, Phi, y)
     row = dict(problem=name, method=method, penalty=f"{penalty}/{groups}" if groups else penalty,
