@@ -43,7 +43,13 @@ Usage::
         --max-iter 50 --repeats 1 --paths numpy                             # quick
 
 ``--problems results/news20/features`` times the workflow's stored features (real
-TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows.
+TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows;
+``--problems mnist-real`` / ``news20-real`` computes real ones from the data mirror
+(``--mirror``): scattering features of ``--L`` seeded training images, E3's TF-IDF of
+``--L / 20`` seeded documents per class. From ``X = 0`` the first iterations' proximal
+steps see all-zero groups, while a job spends its time at its support: ``--skip N``
+times the iterations after the first N (a run of N + ``--iters`` iterations minus a run
+of N).
 
 The issue-11 shapes: ``--problems mnist --L 30 50 100`` (E2/E4),
 ``--problems news20 --penalty l12 --groups features --L 100 200 1000`` (E3),
@@ -66,6 +72,27 @@ CLOCK = time.process_time
 
 #: problem name -> (synthetic problem of that shape, default group size)
 PROBLEMS = {"mnist": (h.scattering_like, 81), "news20": (h.tfidf_like, 81)}
+
+
+#: real data from the mirror (``--mirror``): name -> (loader, default group size)
+REAL = ("mnist-real", "news20-real")
+
+
+def real_problem(name, mirror):
+    """A maker like those of :data:`PROBLEMS` for real data read from the mirror.
+
+    ``mnist-real``: scattering features of ``L`` class-balanced seeded training images
+    (:func:`_harness.mnist_scattering`, L = 100 by default); ``news20-real``: the workflow's
+    TF-IDF of ``L / 20`` seeded training documents per class (E3's first subset,
+    :func:`_harness.news20_tfidf`, L = 1000 by default)."""
+    def make(rng, L=None):
+        if name == "mnist-real":
+            Phi, y, _, _, _ = h.mnist_scattering(mirror, 100 if L is None else L)
+            return Phi, y, 10
+        Phi, y = h.news20_tfidf(mirror, (1000 if L is None else L) // 20)
+        return Phi, y, 20
+
+    return make, (81 if name == "mnist-real" else "features")
 
 
 def stored_problem(directory):
@@ -99,17 +126,43 @@ def passes_floor(M, K, repeats=30):
 
 
 def product_floor(Phi, K, repeats=30, rng=None):
-    """Median seconds of ``Phi @ W`` + ``Phi.T @ G`` (float64, C-ordered operands)."""
+    """Median seconds of ``Phi @ W`` + ``Phi.T @ G`` (float64, C-ordered operands), each
+    product in the faster of its two BLAS orientations (dense ``Phi``: both timed here,
+    as :class:`sparsesvm.model.operator.DenseProducts` does; CSR: ``Phi @ W`` and the
+    operator's CSR copy of ``Phi^T``)."""
     rng = np.random.default_rng(0) if rng is None else rng
     L, M = Phi.shape
     W = rng.standard_normal((M, K))
     G = rng.standard_normal((L, K))
+    if sp.issparse(Phi):
+        PhiT = Phi.T.tocsr()
+        forward = [lambda: Phi @ W]
+        adjoint = [lambda: PhiT @ G]
+    else:
+        WT, GT = np.ascontiguousarray(W.T), np.ascontiguousarray(G.T)
+        out = np.empty((M, K))
+        forward = [lambda: Phi @ W, lambda: np.ascontiguousarray((WT @ Phi.T).T)]
+        adjoint = [lambda: np.matmul(Phi.T, G, out=out), lambda: np.copyto(out, (GT @ Phi).T)]
+    return sum(min(h.repeat_timing(f, repeats, CLOCK).median for f in fs)
+               for fs in (forward, adjoint))
 
-    def products():
-        Phi @ W
-        Phi.T @ G
 
-    return h.repeat_timing(products, repeats, CLOCK).median
+def steady_iteration(method, op, pen, alpha, skip, iters, step_ratio):
+    """Seconds per iteration from iteration ``skip`` on: a run of ``skip + iters``
+    iterations minus a run of ``skip``, on :data:`CLOCK` (with ``skip`` = 0, one run).
+
+    From ``X = 0`` the first iterations' proximal steps see all-zero groups; a job spends
+    its time later, at its support: ``--skip`` times the iterations there."""
+    def run(n):
+        t0 = CLOCK()
+        res = h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=n, step_ratio=step_ratio)
+        spent = CLOCK() - t0 if CLOCK is time.process_time else res.fit_time
+        return spent, res
+
+    spent, res = run(skip + iters)
+    if skip:
+        spent -= run(skip)[0]
+    return spent / iters, res
 
 
 def use_path(path):
@@ -120,7 +173,8 @@ def use_path(path):
 
 
 def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repeats=3,
-          path="numpy", L=None, penalty="l1inf", groups=None, methods=("hinge-reg", "hinge-con")):
+          path="numpy", L=None, penalty="l1inf", groups=None, methods=("hinge-reg", "hinge-con"),
+          skip=0, mirror=None):
     """Per-iteration cost ratio, and the run to the 1e-5 stop, for each of ``methods``.
 
     The ratio is measured ``repeats`` times as a pair (floor just before and just
@@ -128,7 +182,10 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     load drifts, so each ratio compares times taken within seconds of each other;
     the median pair is reported.
     """
-    make, default_groups = PROBLEMS[problem] if problem in PROBLEMS else stored_problem(problem)
+    if problem in REAL:
+        make, default_groups = real_problem(problem, mirror)
+    else:
+        make, default_groups = PROBLEMS[problem] if problem in PROBLEMS else stored_problem(problem)
     groups = default_groups if groups is None else groups
     groups = None if penalty in ("l1", "l2") else groups
     rng = np.random.default_rng(seed)
@@ -146,13 +203,9 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
         pairs = []
         for _ in range(repeats):
             before = product_floor(op.Phi, K)
-            t0 = CLOCK()
-            fixed = h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=iters,
-                                step_ratio=step_ratio)
-            spent = CLOCK() - t0 if CLOCK is time.process_time else fixed.fit_time
+            per_it, fixed = steady_iteration(method, op, pen, alpha, skip, iters, step_ratio)
             products = min(before, product_floor(op.Phi, K))
             floor = max(products, passes)
-            per_it = spent / fixed.n_iter
             pairs.append((per_it / floor, per_it, floor, products))
         ratio, per_it, floor, products = sorted(pairs)[len(pairs) // 2]
         full = h.paper_fit(method, op, pen, alpha, tol=1e-5, max_iter=max_iter,
@@ -162,7 +215,8 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
                    K=K, penalty=penalty, groups=groups, sparse=sp.issparse(Phi),
                    floor_ms=1e3 * floor, products_ms=1e3 * products, passes_ms=1e3 * passes,
                    binds="products" if products >= passes else "passes",
-                   iter_ms=1e3 * per_it, ratio=ratio,
+                   iter_ms=1e3 * per_it, ratio=ratio, skip=skip,
+                   timed_zero_weights_pct=100.0 * float(np.mean(fixed.X[:-1] == 0)),
                    ratio_range=[min(p[0] for p in pairs), max(p[0] for p in pairs)],
                    stop_iters=full.n_iter, stop_converged=full.converged,
                    stop_time_s=full.fit_time, stop_objective=full.objective,
@@ -181,10 +235,15 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", nargs="+", default=["mnist", "news20"],
-                    help=f"synthetic problems ({', '.join(PROBLEMS)}) or feature folders of the "
-                         "workflow (results/<dataset>/features: its first --L training rows)")
+                    help=f"synthetic problems ({', '.join(PROBLEMS)}), real data from --mirror "
+                         f"({', '.join(REAL)}: --L seeded training samples) or feature folders "
+                         "of the workflow (results/<dataset>/features: its first --L training rows)")
     ap.add_argument("--iters", type=int, default=200,
                     help="iterations of the per-iteration timing run")
+    ap.add_argument("--skip", type=int, default=0,
+                    help="time the iterations after the first SKIP (a run of SKIP + ITERS "
+                         "minus a run of SKIP): the iterates then have their support")
+    h.add_data_argument(ap, "--mirror")
     ap.add_argument("--repeats", type=int, default=3,
                     help="(floor, run) pairs; the median ratio is reported")
     ap.add_argument("--max-iter", type=int, default=20000, help="cap of the run to the 1e-5 stop")
@@ -223,7 +282,8 @@ def main(argv=None):
             for path in paths:
                 rows += bench(p, args.iters, args.max_iter, alphas, args.cvxpy,
                               args.step_ratio, repeats=args.repeats, path=path, L=L,
-                              penalty=args.penalty, groups=groups, methods=args.methods)
+                              penalty=args.penalty, groups=groups, methods=args.methods,
+                              skip=args.skip, mirror=args.mirror)
     if args.json:
         h.write_results(args.json, {"rows": rows}, args)
 

@@ -222,3 +222,44 @@ def test_bench_family_quick_writes_the_rows(tmp_path):
         assert 0 < r["n_sv"] <= r["L"] and r["nnz_groups"] > 0
     assert record["dropped"] == [] and record["args"]["quick"] is True
     assert "worst ratio" in proc.stdout
+
+
+def test_bench_iteration_times_the_steady_iterations_against_the_fastest_products(tmp_path):
+    # a tiny synthetic MNIST-shaped run: --skip times iterations 5..15 (a run of 15 minus a
+    # run of 5), at the point where the proximal step has its support; the floor is the
+    # products in their faster orientation
+    out = tmp_path / "iter.json"
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_iteration.py"), "--problems",
+                           "mnist", "--L", "20", "--iters", "10", "--skip", "5", "--max-iter", "3",
+                           "--repeats", "1", "--paths", "numpy", "--methods", "hinge-reg",
+                           "--alpha-reg", "1", "--json", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["skip"] == 5 and row["L"] == 20 and row["path"] == "numpy"
+    assert row["iter_ms"] > 0 and row["floor_ms"] > 0 and row["ratio"] > 0
+    assert 0 <= row["timed_zero_weights_pct"] <= 100 and row["stop_iters"] == 3
+
+
+def test_bench_iteration_product_floor_takes_the_faster_orientation(monkeypatch):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        bench = importlib.import_module("bench_iteration")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    rng = np.random.default_rng(0)
+    Phi = np.abs(rng.standard_normal((20, 300)))
+    seen = []
+
+    class Timing:  # repeat_timing's result; a fixed median per call, to see which are summed
+        def __init__(self, median):
+            self.median = median
+
+    def fake(fn, repeats, clock):
+        fn()
+        seen.append(fn)
+        return Timing([5.0, 2.0, 3.0, 7.0][len(seen) - 1])
+
+    monkeypatch.setattr(bench.h, "repeat_timing", fake)
+    assert bench.product_floor(Phi, 4) == 2.0 + 3.0  # the faster of each product's two
+    seen.clear()
+    assert bench.product_floor(sp.csr_matrix(Phi), 4) == 5.0 + 2.0  # CSR: one of each

@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from conftest import make_random_problem
 
-from sparsesvm.model.operator import MulticlassOperator, power_norm
+from sparsesvm.model.operator import TUNE_MIN_SIZE, DenseProducts, MulticlassOperator, power_norm
 
 
 def make_problem(L, M, K, seed=0, density=None):
@@ -268,3 +268,70 @@ def test_float32_refuses_features_beyond_its_range():
     Phi[0, 0] = 1e39
     with pytest.raises(ValueError, match="float32 range"):
         MulticlassOperator(Phi, y, 3, dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- BLAS orientations
+
+@pytest.mark.parametrize("L,M,K", [(30, 400, 10), (7, 1000, 3), (200, 64, 5)])
+def test_dense_products_agree_in_both_orientations(L, M, K):
+    """Each product, forced into either BLAS orientation, against a long-double sum."""
+    rng = np.random.default_rng(L + M + K)
+    Phi = np.ascontiguousarray(np.abs(rng.standard_normal((L, M))))
+    W = rng.standard_normal((M + 1, K))[:-1]  # a row slice, as the solvers pass X[:-1]
+    G = rng.standard_normal((L, K))
+    exact_S = (Phi.astype(np.longdouble) @ W.astype(np.longdouble)).astype(float)
+    exact_V = (Phi.T.astype(np.longdouble) @ G.astype(np.longdouble)).astype(float)
+    prods = DenseProducts(Phi, K)
+    for transposed in (False, True):
+        prods.transposed = {"forward": transposed, "adjoint": transposed}
+        S = prods.forward(W)
+        assert S.shape == (L, K) and S.flags.c_contiguous
+        np.testing.assert_allclose(S, exact_S, rtol=1e-13, atol=1e-13 * np.abs(exact_S).max())
+        out = np.full((M + 1, K), np.nan)
+        assert prods.adjoint(G, out[:-1]) is not None
+        np.testing.assert_allclose(out[:-1], exact_V, rtol=1e-13, atol=1e-13 * np.abs(exact_V).max())
+        assert np.isnan(out[-1]).all()  # only the rows it was given are written
+
+
+def test_tune_times_both_orientations_once_above_the_size_threshold(monkeypatch):
+    rng = np.random.default_rng(0)
+    big = DenseProducts(np.abs(rng.standard_normal((60, 1000))), 10)  # 600000 >= TUNE_MIN_SIZE
+    choice = big.tune()
+    assert set(choice) == {"forward", "adjoint"}
+    assert set(big.timings) == {"forward", "adjoint"}
+    for name, t in big.timings.items():
+        assert t["direct"] > 0 and t["transposed"] > 0
+        assert choice[name] == (t["transposed"] < t["direct"])
+    # a second call does not time again
+    monkeypatch.setattr(DenseProducts, "_forward", lambda *a: pytest.fail("timed twice"))
+    assert big.tune() is choice
+    small = DenseProducts(np.ones((10, 20)), 3)  # 600 < TUNE_MIN_SIZE: direct, not timed
+    assert small.tune() == {"forward": False, "adjoint": False} and small.timings == {}
+    assert TUNE_MIN_SIZE == 500_000
+
+
+def test_operator_orientation_does_not_change_a_fit():
+    """A paper fit with each product forced into either orientation: the same iterates
+    (to rounding; with a single-threaded OpenBLAS, bitwise)."""
+    from sparsesvm.model.penalties import make_penalty
+    from sparsesvm.solvers import hinge_reg
+
+    Phi, y = make_problem(40, 300, 4, seed=3)
+    pen = make_penalty("l1inf", 5, 300, 4)
+    results = []
+    for transposed in (False, True):
+        op = MulticlassOperator(Phi, y, 4)
+        op._products.transposed = {"forward": transposed, "adjoint": transposed}
+        results.append(hinge_reg(op, pen, 10.0, tol=0.0, max_iter=300))
+    assert results[0].n_iter == results[1].n_iter == 300
+    np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
+
+
+def test_prepare_tunes_dense_products_only():
+    Phi, y = make_problem(60, 1000, 10, seed=1)
+    op = MulticlassOperator(Phi, y, 10)
+    assert op._products.transposed is None
+    assert op.prepare() is op and op._products.transposed is not None
+    sparse = MulticlassOperator(sp.random(60, 1000, density=0.1, format="csr", random_state=0),
+                                y, 10)
+    assert sparse._products is None and sparse.prepare() is sparse

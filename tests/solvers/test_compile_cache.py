@@ -219,3 +219,31 @@ def test_liblinear_clock_starts_on_float64_input(monkeypatch):
     clf = CrammerSingerSVC(alpha=1.0).fit(Phi.astype(np.float32), y)
     assert time.perf_counter() - t0 >= PAUSE  # the (slowed) conversion ran in this fit
     assert 0 < clf.fit_time_ < PAUSE
+
+
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"])
+def test_fit_time_excludes_choosing_the_products_orientation(monkeypatch, method):
+    """Timing the BLAS orientations of the products (made to take PAUSE s) is not on the clock."""
+    from sparsesvm.model.operator import DenseProducts
+
+    Phi, y, K = _problem()
+    op = MulticlassOperator(Phi, y, K)
+    op.norm()
+    pen = make_penalty("l1", None, Phi.shape[1], K)
+    calls = []
+
+    def slow_tune(self):
+        if self.transposed is None:
+            calls.append(1)
+            time.sleep(PAUSE)
+            self.transposed = {"forward": False, "adjoint": False}
+        return self.transposed
+
+    monkeypatch.setattr(DenseProducts, "tune", slow_tune)
+    run = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
+           "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit,
+           "ova": lambda op, pen, lam, **kw: solvers.ova(op.Phi, op.y_idx, op.n_classes, pen, lam, **kw)
+           }[method]
+    res = run(op, pen, 2.0, max_iter=5)
+    assert calls == [1]  # the products were set up once, in this call
+    assert res.n_iter == 5 and res.fit_time < PAUSE

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import copy
 import numbers
+import time
 
 import numpy as np
 
 from .._sparse import issparse
 
-__all__ = ["MulticlassOperator", "power_norm", "check_double", "EXACT_NORM_MAX_SIZE", "MAX_NORM",
-           "PRODUCT_DTYPES"]
+__all__ = ["MulticlassOperator", "DenseProducts", "power_norm", "check_double",
+           "EXACT_NORM_MAX_SIZE", "MAX_NORM", "PRODUCT_DTYPES", "TUNE_MIN_SIZE"]
 
 #: ``MulticlassOperator.norm`` computes ``||T||`` exactly (eigenvalues of the
 #: (L K) x (L K) matrix ``T T^T``) up to this ``n_samples * n_classes``, by power
@@ -33,6 +34,103 @@ MAX_NORM = 1e150
 #: Precisions of the products with ``Phi`` that :class:`MulticlassOperator` offers
 #: (its ``dtype``): float64 (the default) or float32.
 PRODUCT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+#: :class:`DenseProducts` times the two BLAS orientations of a product when
+#: ``n_samples * n_features * n_classes`` is at least this (below, a product takes
+#: microseconds and the direct orientation is kept without timing).
+TUNE_MIN_SIZE = 500_000
+
+
+class DenseProducts:
+    """``Phi @ W`` and ``Phi.T @ G`` for a dense C-ordered float64 ``Phi``, each in the
+    faster of its two BLAS orientations.
+
+    BLAS can compute either product in two orientations: ``Phi @ W`` directly or as
+    ``(W^T Phi^T)^T``, ``Phi^T G`` directly or as ``(G^T Phi)^T`` (the small transposed
+    operand and the result copied to C order). The work is the same, the speed is
+    not: with one thread of OpenBLAS 0.3.31 on this project's machines, at MNIST's
+    M = 3969, K = 10, the transposed adjoint is 1.4x faster at L = 30 and 2.7x at
+    L = 5000, the transposed forward product 0.64x as fast at L = 30 and 1.9x as fast
+    at L = 5000 (``python benchmarks/bench_products.py``); at other shapes, or with
+    another BLAS, the order can change. So :meth:`tune` times both orientations of
+    each product on this ``Phi`` (the least of three calls each, after one call that
+    is not timed) and keeps the faster. The solvers call it before their clock
+    starts (:meth:`MulticlassOperator.prepare`); otherwise the first product does.
+
+    The two orientations compute the same sums in BLAS' own order: with OpenBLAS on
+    one thread they gave bitwise the same results at every shape measured
+    (``tests/model/test_operator.py``), and in general they agree to rounding.
+
+    Parameters
+    ----------
+    Phi : ndarray of float64, shape (L, M), C-contiguous
+    n_classes : int
+        ``K``, the number of columns of ``W`` and ``G`` (the shape that is timed).
+
+    Attributes
+    ----------
+    transposed : dict or None
+        ``{"forward": bool, "adjoint": bool}``, which product runs transposed;
+        None until :meth:`tune` has run.
+    timings : dict
+        Seconds of each orientation measured by :meth:`tune` (empty when not timed).
+    """
+
+    def __init__(self, Phi, n_classes):
+        self.Phi = Phi
+        self.n_classes = int(n_classes)
+        self.transposed = None
+        self.timings = {}
+
+    def tune(self):
+        """Choose each product's orientation (timed once; a no-op afterwards)."""
+        if self.transposed is not None:
+            return self.transposed
+        L, M = self.Phi.shape
+        K = self.n_classes
+        if L * M * K < TUNE_MIN_SIZE:
+            self.transposed = {"forward": False, "adjoint": False}
+            return self.transposed
+        rng = np.random.default_rng(0)
+        W = rng.standard_normal((M, K))
+        G = rng.standard_normal((L, K))
+        out = np.empty((M, K))
+        choice = {}
+        for name, calls in (("forward", (lambda: self._forward(W, False),
+                                         lambda: self._forward(W, True))),
+                            ("adjoint", (lambda: self._adjoint(G, out, False),
+                                         lambda: self._adjoint(G, out, True)))):
+            seconds = []
+            for call in calls:
+                call()  # not timed: first-touch of the buffers, BLAS set-up
+                best = np.inf
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    call()
+                    best = min(best, time.perf_counter() - t0)
+                seconds.append(best)
+            self.timings[name] = {"direct": seconds[0], "transposed": seconds[1]}
+            choice[name] = bool(seconds[1] < seconds[0])
+        self.transposed = choice
+        return choice
+
+    def _forward(self, W, transposed):
+        if not transposed:
+            return self.Phi @ W
+        return np.ascontiguousarray((np.ascontiguousarray(W.T) @ self.Phi.T).T)
+
+    def _adjoint(self, G, out, transposed):
+        if not transposed:
+            return np.matmul(self.Phi.T, G, out=out)
+        out[...] = (np.ascontiguousarray(G.T) @ self.Phi).T
+        return out
+
+    def forward(self, W):
+        """``Phi @ W`` as a new C-ordered (L, K) array; ``W``: (M, K) float64."""
+        return self._forward(W, self.tune()["forward"])
+
+    def adjoint(self, G, out):
+        """``Phi.T @ G`` written into ``out`` ((M, K) float64, C-contiguous rows); ``G``: (L, K)."""
+        return self._adjoint(G, out, self.tune()["adjoint"])
 
 
 def power_norm(matvec, rmatvec, shape, *, max_iter=200, tol=1e-6, rng=None):
@@ -289,6 +387,7 @@ class MulticlassOperator:
             self._PhiT1 = self._Phi1.T.tocsr()
         else:
             self._Phi1 = self._PhiT1 = None
+        self._products = None if self._sparse else DenseProducts(Phi, K)
         self.y_idx = y
         self.n_samples = L
         self.n_features = M
@@ -322,6 +421,21 @@ class MulticlassOperator:
         if not np.all(np.isfinite(self._Phi32.data if self._sparse else self._Phi32)):
             raise ValueError("Phi has entries beyond the float32 range (about 3.4e38 in absolute "
                              "value): use dtype=numpy.float64")
+
+    def prepare(self):
+        """Set up the products before a solver's clock starts.
+
+        For a dense ``Phi``, times the two BLAS orientations of each product and keeps
+        the faster (:class:`DenseProducts`); nothing for a sparse one. Idempotent.
+
+        Returns
+        -------
+        MulticlassOperator
+            ``self``.
+        """
+        if self._products is not None:
+            self._products.tune()
+        return self
 
     def double(self):
         """The same operator with float64 products (``self`` when ``dtype`` is float64).
@@ -361,7 +475,7 @@ class MulticlassOperator:
             return S
         if self._sparse:
             return np.asarray(self._Phi1 @ X)
-        S = self.Phi @ X[:-1]
+        S = self._products.forward(X[:-1])
         S += X[-1]
         return S
 
@@ -404,7 +518,7 @@ class MulticlassOperator:
         elif self._sparse:
             return np.asarray(self._PhiT1 @ G)
         else:
-            np.matmul(self.Phi.T, G, out=out[:-1])
+            self._products.adjoint(G, out[:-1])
         out[-1] = G.sum(axis=0)
         return out
 
