@@ -44,6 +44,8 @@ Usage::
 
 ``--problems results/news20/features`` times the workflow's stored features (real
 TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows;
+Sparse features are fitted on the features that some sample uses, as
+:func:`sparsesvm.core.fit` does (``M`` in the output; ``M_all``: all of them).
 ``--problems mnist-real`` / ``news20-real`` computes real ones from the data mirror
 (``--mirror``): scattering features of ``--L`` seeded training images, E3's TF-IDF of
 ``--L / 20`` seeded documents per class. From ``X = 0`` the first iterations' proximal
@@ -190,7 +192,15 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     groups = None if penalty in ("l1", "l2") else groups
     rng = np.random.default_rng(seed)
     Phi, y, K = make(rng) if L is None else make(rng, L=L)
-    op = h.MulticlassOperator(Phi, y, K)
+    M_all = Phi.shape[1]
+    if sp.issparse(Phi) and groups in (None, "features"):
+        # as a fit does (sparsesvm.core.unused_features_dropped): the features no sample
+        # uses left out, the full operator's norm kept
+        used = np.unique(sp.csr_matrix(Phi).indices)
+        op = h.MulticlassOperator(Phi, y, K).restrict_features(used)
+        Phi = op.Phi
+    else:
+        op = h.MulticlassOperator(Phi, y, K)
     op.norm()
     pen = h.make_penalty(penalty, groups, Phi.shape[1], K)
     passes = passes_floor(Phi.shape[1], K)
@@ -211,7 +221,7 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
         full = h.paper_fit(method, op, pen, alpha, tol=1e-5, max_iter=max_iter,
                            step_ratio=step_ratio)
         row = dict(problem=problem, path=path, method=method, alpha=alpha, L=Phi.shape[0],
-                   M=Phi.shape[1],
+                   M=Phi.shape[1], M_all=M_all,
                    K=K, penalty=penalty, groups=groups, sparse=sp.issparse(Phi),
                    floor_ms=1e3 * floor, products_ms=1e3 * products, passes_ms=1e3 * passes,
                    binds="products" if products >= passes else "passes",

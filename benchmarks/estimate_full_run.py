@@ -268,10 +268,11 @@ def main(argv=None):
         inputs = sorted({p for j in sample for p in j["input"].values()})
         missing = [p for p in inputs if not Path(p).exists()]
         if missing:
-            cmd = ["snakemake", "--cores", str(args.cores), "--configfile", args.configfile,
+            # Snakemake of this interpreter (a virtual environment need not be activated)
+            cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "--configfile", args.configfile,
                    "--config", *(f"{k}={v}" for k, v in config.items()), "--snakefile",
                    str(ROOT / "Snakefile"), "--directory", str(ROOT), *missing]
-            print("making inputs:", " ".join(cmd[:8]), f"... ({len(missing)} targets)",
+            print("making inputs:", " ".join(cmd[2:10]), f"... ({len(missing)} targets)",
                   file=sys.stderr)
             subprocess.run(cmd, check=True)
         run_sample(sample, trees, out, args.workers)

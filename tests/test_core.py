@@ -154,3 +154,59 @@ def test_model_parameters(method, expect):
     from sparsesvm.solvers.registry import model_parameters
 
     assert model_parameters(method, 0.25, 10) == expect
+
+
+# --------------------------------------------------------------------------- unused features
+
+def _sparse_problem(seed=0, L=30, M=200, K=4):
+    """CSR features of which about half the columns no sample uses."""
+    rng = np.random.default_rng(seed)
+    dense = rng.random((L, M)) * (rng.random((L, M)) < 0.03)
+    y = np.arange(L) % K
+    dense[np.arange(L), y] = 1.0 + rng.random(L)  # every sample has a signal column of its class
+    return sp.csr_matrix(dense), y
+
+
+@pytest.mark.parametrize("method,penalty,groups,alpha", [
+    ("hinge-reg", "l12", "features", 0.05), ("hinge-con", "l12", "features", 0.1),
+    ("hinge-lin", "l1", None, 0.1), ("square", "l2", None, 0.01), ("logit", "l1inf", "features", 0.01),
+])
+def test_unused_features_are_dropped_with_the_same_result(monkeypatch, method, penalty, groups, alpha):
+    """A sparse fit on the used features only: the fit on all features (restriction off), to
+    rounding, with the same iterations, and exact zeros for the unused features."""
+    Phi, y = _sparse_problem()
+    used = np.unique(Phi.indices)
+    assert 0 < used.size < Phi.shape[1]
+    params = core.check_params(method, penalty, alpha, 1e-6, 3000, 100.0, "paper", "auto", False)
+    fast = core.fit(params, Phi, y, groups=groups)
+    with monkeypatch.context() as m:
+        m.setattr(core, "unused_features_dropped", lambda *a: None)
+        slow = core.fit(params, Phi, y, groups=groups)
+    assert fast.n_iter == slow.n_iter
+    assert fast.coef.shape == slow.coef.shape == (4, Phi.shape[1])
+    assert np.all(fast.coef[:, np.setdiff1d(np.arange(Phi.shape[1]), used)] == 0)
+    scale = np.abs(slow.coef).max()
+    np.testing.assert_allclose(fast.coef, slow.coef, rtol=1e-8, atol=1e-10 * scale)
+    np.testing.assert_allclose(fast.intercept, slow.intercept, rtol=1e-8, atol=1e-10)
+    assert fast.objective == pytest.approx(slow.objective, rel=1e-10)
+    assert fast.rel_gap == pytest.approx(slow.rel_gap, rel=1e-6, abs=1e-12)
+
+
+def test_unused_features_are_kept_where_they_cannot_be_dropped():
+    from sparsesvm.model.operator import MulticlassOperator
+
+    Phi, y = _sparse_problem()
+    op = MulticlassOperator(Phi, y, 4)
+    check = core.check_params
+    paper = check("hinge-reg", "l1", 1.0, 1e-5, 10, 100.0, "paper", "auto", False)
+    assert core.unused_features_dropped(op, paper, None) is not None
+    assert core.unused_features_dropped(op, paper, "features") is not None
+    assert core.unused_features_dropped(op, paper, 5) is None  # within-class blocks: kept whole
+    ova = check("ova", "l1", 1.0, 1e-5, 10, 100.0, "paper", "auto", False)
+    assert core.unused_features_dropped(op, ova, None) is None  # its own norm
+    acc = check("hinge-reg", "l1", 1.0, 1e-5, 10, 100.0, "accelerated", "auto", False)
+    assert core.unused_features_dropped(op, acc, None) is None
+    dense = MulticlassOperator(Phi.toarray(), y, 4)
+    assert core.unused_features_dropped(dense, paper, None) is None
+    every = MulticlassOperator(Phi[:, np.unique(Phi.indices)], y, 4)
+    assert core.unused_features_dropped(every, paper, None) is None

@@ -335,3 +335,34 @@ def test_prepare_tunes_dense_products_only():
     sparse = MulticlassOperator(sp.random(60, 1000, density=0.1, format="csr", random_state=0),
                                 y, 10)
     assert sparse._products is None and sparse.prepare() is sparse
+
+
+# --------------------------------------------------------------------------- unused features
+
+def test_restricted_operator_is_the_full_one_on_the_kept_features():
+    rng = np.random.default_rng(4)
+    L, M, K = 12, 30, 4
+    dense = rng.standard_normal((L, M)) * (rng.random((L, M)) < 0.3)
+    dense[:, ::3] = 0.0  # every third feature unused
+    Phi = sp.csr_matrix(dense)
+    y = rng.integers(0, K, L)
+    used = np.unique(Phi.indices)
+    assert used.size < M
+    full = MulticlassOperator(Phi, y, K)
+    sub = full.restrict_features(used)
+    assert (sub.n_samples, sub.n_features, sub.n_classes) == (L, used.size, K)
+    X = np.zeros((M + 1, K))
+    X[np.append(used, M)] = rng.standard_normal((used.size + 1, K))
+    Y = rng.standard_normal((L, K))
+    np.testing.assert_allclose(sub.T(X[np.append(used, M)]), full.T(X), rtol=1e-14, atol=1e-14)
+    V = full.T_adjoint(Y)
+    assert np.all(V[np.setdiff1d(np.arange(M), used)] == 0)  # the unused rows of T^T Y
+    np.testing.assert_allclose(sub.T_adjoint(Y), V[np.append(used, M)], rtol=1e-14, atol=1e-14)
+    # the norm is the full operator's, to the bit, by both methods; and it is the same norm
+    for method in ("power", "exact"):
+        fresh = MulticlassOperator(Phi, y, K)
+        assert fresh.restrict_features(used).norm(method=method) == fresh.norm(method=method)
+    np.testing.assert_allclose(MulticlassOperator(Phi[:, used], y, K).exact_norm(), full.exact_norm(),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="increasing"):
+        full.restrict_features(used[::-1])

@@ -388,6 +388,7 @@ class MulticlassOperator:
         else:
             self._Phi1 = self._PhiT1 = None
         self._products = None if self._sparse else DenseProducts(Phi, K)
+        self._norm_parent = None  # restrict_features: the operator whose norm this one shares
         self.y_idx = y
         self.n_samples = L
         self.n_features = M
@@ -421,6 +422,39 @@ class MulticlassOperator:
         if not np.all(np.isfinite(self._Phi32.data if self._sparse else self._Phi32)):
             raise ValueError("Phi has entries beyond the float32 range (about 3.4e38 in absolute "
                              "value): use dtype=numpy.float64")
+
+    def restrict_features(self, columns):
+        """The operator of the same samples on the features ``columns`` only.
+
+        For features that no sample uses (all-zero columns of ``Phi``, e.g. the
+        vocabulary absent from a small set of documents), a solver started from 0 keeps
+        their weights at 0 under every penalty whose groups do not mix features (l2, l1,
+        and groups of one feature's weights across classes): ``T^T Y`` is 0 on their rows
+        and the proximal step maps 0 to 0. The problem on the other features has the same
+        solution there, and the same ``||T||`` (the zero columns add only zero singular
+        values): the restricted operator takes its norm from this one (:meth:`norm` and
+        :meth:`exact_norm` delegate), so that the step sizes are those of the full problem
+        to the bit.
+
+        Parameters
+        ----------
+        columns : ndarray of int, shape (M',)
+            Increasing feature indices to keep.
+
+        Returns
+        -------
+        MulticlassOperator
+            On ``Phi[:, columns]`` (same labels, classes and product precision).
+        """
+        columns = np.asarray(columns)
+        if columns.ndim != 1 or (columns.size > 1 and np.any(np.diff(columns) <= 0)):
+            raise ValueError("columns must be increasing feature indices")
+        sub = MulticlassOperator(self.Phi[:, columns], self.y_idx, self.n_classes,
+                                 dtype=self.dtype)
+        sub._norm_parent = self
+        if sub._double is not sub:
+            sub._double._norm_parent = self
+        return sub
 
     def prepare(self):
         """Set up the products before a solver's clock starts.
@@ -555,6 +589,9 @@ class MulticlassOperator:
         """
         if method not in ("auto", "exact", "power"):
             raise ValueError(f"method must be 'auto', 'exact' or 'power', got {method!r}")
+        if self._norm_parent is not None:  # restrict_features: the full problem's norm
+            self.norm_ = self._norm_parent.norm(max_iter, tol, rng, method)
+            return self.norm_
         if method == "exact" or (
             method == "auto" and self.n_samples * self.n_classes <= EXACT_NORM_MAX_SIZE
         ):
@@ -636,6 +673,8 @@ class MulticlassOperator:
         (and :meth:`norm` says it is too large for the solvers, instead of LAPACK
         failing on infinities).
         """
+        if self._norm_parent is not None:  # restrict_features: the full problem's norm
+            return self._norm_parent.exact_norm()
         if "exact" in self._norm_cache:
             return self._norm_cache["exact"]
         L, K = self.n_samples, self.n_classes

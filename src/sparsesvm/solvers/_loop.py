@@ -18,7 +18,9 @@ operator, so a second fit on the same operator does not pay it again) to the
 end of the iteration loop. The clock is stopped while a trace entry
 (objective, relative distance) is evaluated, so a trace does not change the
 reported time. Not timed: checking and converting the input to float64 (the
-operator's construction), choosing the dense products' BLAS orientations
+operator's construction; with sparse input, :func:`sparsesvm.core.fit` also leaves out
+the features no sample uses, :func:`sparsesvm.core.unused_features_dropped`), choosing
+the dense products' BLAS orientations
 (:meth:`~sparsesvm.model.operator.MulticlassOperator.prepare`), setting up the compiled kernel
 (:mod:`sparsesvm.solvers._kernels`: compiled or loaded from its cache before
 the clock starts), and the certificate of the returned point. liblinear's clock
