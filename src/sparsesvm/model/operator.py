@@ -47,18 +47,18 @@ class DenseProducts:
     BLAS can compute either product in two orientations: ``Phi @ W`` directly or as
     ``(W^T Phi^T)^T``, ``Phi^T G`` directly or as ``(G^T Phi)^T`` (the small transposed
     operand and the result copied to C order). The work is the same, the speed is
-    not: with one thread of OpenBLAS 0.3.31 on this project's machines, at MNIST's
-    M = 3969, K = 10, the transposed adjoint is 1.4x faster at L = 30 and 2.7x at
-    L = 5000, the transposed forward product 0.64x as fast at L = 30 and 1.9x as fast
-    at L = 5000 (``python benchmarks/bench_products.py``); at other shapes, or with
-    another BLAS, the order can change. So :meth:`tune` times both orientations of
-    each product on this ``Phi`` (the least of three calls each, after one call that
-    is not timed) and keeps the faster. The solvers call it before their clock
-    starts (:meth:`MulticlassOperator.prepare`); otherwise the first product does.
+    not, and which is faster depends on the shape and the BLAS: with one thread of
+    OpenBLAS at MNIST's M = 3969, K = 10 the transposed adjoint is faster at every
+    training size and the transposed forward product slower at L = 30, faster from
+    L = 500 (README, "The library on its own"; ``python benchmarks/bench_products.py``).
+    So :meth:`tune` times both orientations of each product on this ``Phi`` (the least
+    of three calls each, after one call that is not timed) and keeps the faster. The
+    solvers call it before their clock starts (:meth:`MulticlassOperator.prepare`);
+    otherwise the first product does.
 
-    The two orientations compute the same sums in BLAS' own order: with OpenBLAS on
-    one thread they gave bitwise the same results at every shape measured
-    (``tests/model/test_operator.py``), and in general they agree to rounding.
+    The two orientations compute the same sums, in BLAS' own order: with OpenBLAS on
+    one thread bitwise the same results at MNIST's shapes, results that differ in the
+    last bit (relative 1e-16) at some others (``bench_products.py`` says which).
 
     Parameters
     ----------
