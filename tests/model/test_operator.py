@@ -312,7 +312,7 @@ def test_tune_times_both_orientations_once_above_the_size_threshold(monkeypatch)
 
 def test_operator_orientation_does_not_change_a_fit():
     """A paper fit with each product forced into either orientation: the same iterates
-    (to rounding; with a single-threaded OpenBLAS, bitwise)."""
+    (to rounding; bitwise where BLAS sums in the same order)."""
     from sparsesvm.model.penalties import make_penalty
     from sparsesvm.solvers import hinge_reg
 
