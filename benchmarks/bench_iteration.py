@@ -50,9 +50,8 @@ Sparse features are fitted on the features that some sample uses, as
 (``--mirror``): scattering features of ``--L`` seeded training images, E3's TF-IDF of
 ``--L / 20`` seeded documents per class. From ``X = 0`` the first iterations' proximal
 steps see all-zero groups, while a job spends its time at its support: ``--skip N``
-times the iterations after the first N (the loop clock, ``fit_time``, of a run of
-N + ``--iters`` iterations minus that of a run of N: wall time, without each run's set-up
-and certificate; the floor is then timed on the wall clock too).
+times the iterations after the first N (a run of N + ``--iters`` iterations minus a run
+of N, on the chosen clock: with ``--clock cpu`` their set-up and certificate about cancel).
 
 The issue-11 shapes: ``--problems mnist --L 30 50 100`` (E2/E4),
 ``--problems news20 --penalty l12 --groups features --L 100 200 1000`` (E3),
@@ -151,19 +150,17 @@ def product_floor(Phi, K, repeats=30, rng=None):
 
 
 def steady_iteration(method, op, pen, alpha, skip, iters, step_ratio):
-    """Seconds per iteration, and the run of ``skip + iters`` iterations.
+    """Seconds per iteration on :data:`CLOCK`, and the run of ``skip + iters`` iterations.
 
-    With ``skip`` = 0, one run of ``iters`` iterations timed by :data:`CLOCK` (CPU: the
-    run's set-up and certificate included). With ``skip`` > 0, the iterations after the
-    first ``skip``: the loop clock (``fit_time``, wall) of a run of ``skip + iters``
-    iterations minus that of a run of ``skip``, which leaves out each run's set-up and
-    certificate. From ``X = 0`` the first iterations' proximal steps see all-zero groups;
-    a job spends its time later, at its support."""
+    With ``skip`` = 0, one run of ``iters`` iterations (``--clock cpu``: the run's set-up
+    and certificate included, so use enough of them). With ``skip`` > 0, the iterations
+    after the first ``skip``: a run of ``skip + iters`` iterations minus a run of ``skip``
+    (their set-up and certificate about cancel). From ``X = 0`` the first iterations'
+    proximal steps see all-zero groups; a job spends its time later, at its support."""
     def run(n):
         t0 = CLOCK()
         res = h.paper_fit(method, op, pen, alpha, tol=0.0, max_iter=n, step_ratio=step_ratio)
-        spent = CLOCK() - t0 if CLOCK is time.process_time else res.fit_time
-        return (res.fit_time if skip else spent), res
+        return (CLOCK() - t0 if CLOCK is time.process_time else res.fit_time), res
 
     spent, res = run(skip + iters)
     if skip:
@@ -255,9 +252,8 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=200,
                     help="iterations of the per-iteration timing run")
     ap.add_argument("--skip", type=int, default=0,
-                    help="time the iterations after the first SKIP (the loop clock of a run "
-                         "of SKIP + ITERS minus that of a run of SKIP; wall time, also for "
-                         "the floor: run it on an otherwise idle core)")
+                    help="time the iterations after the first SKIP (a run of SKIP + ITERS "
+                         "iterations minus a run of SKIP): the iterates then have their support")
     h.add_data_argument(ap, "--mirror")
     ap.add_argument("--repeats", type=int, default=3,
                     help="(floor, run) pairs; the median ratio is reported")
@@ -283,7 +279,7 @@ def main(argv=None):
                     help="primal-update paths to time (default: both where numba is installed)")
     args = ap.parse_args(argv)
     global CLOCK
-    CLOCK = time.process_time if args.clock == "cpu" and not args.skip else time.perf_counter
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     h.limit_blas(args.threads)
     alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con, "square": args.alpha_reg,
               "logit": args.alpha_reg}
