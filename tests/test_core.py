@@ -210,3 +210,27 @@ def test_unused_features_are_kept_where_they_cannot_be_dropped():
     assert core.unused_features_dropped(dense, paper, None) is None
     every = MulticlassOperator(Phi[:, np.unique(Phi.indices)], y, 4)
     assert core.unused_features_dropped(every, paper, None) is None
+
+
+def test_unused_features_kept_for_a_reference_that_weighs_them(monkeypatch):
+    """The trace's distance to a reference with weights on unused features is measured in full."""
+    from sparsesvm.model.operator import MulticlassOperator
+
+    Phi, y = _sparse_problem()
+    unused = np.setdiff1d(np.arange(Phi.shape[1]), np.unique(Phi.indices))
+    calls = []
+    real = MulticlassOperator.restrict_features
+    monkeypatch.setattr(MulticlassOperator, "restrict_features",
+                        lambda self, cols: calls.append(cols) or real(self, cols))
+    params = core.check_params("hinge-reg", "l1", 0.1, 1e-6, 50, 100.0, "paper", "auto", True)
+    ref = np.zeros((4, Phi.shape[1] + 1))
+    ref[:, 0] = 1.0
+    core.fit(params, Phi, y, reference_coef=ref)
+    assert len(calls) == 1  # zero on the unused features: dropped
+    ref[0, unused[0]] = 1.0
+    fit = core.fit(params, Phi, y, reference_coef=ref)
+    assert len(calls) == 1  # weighs an unused feature: kept
+    full = np.ascontiguousarray(ref.T)
+    # the trace's last distance is the full one
+    X = np.vstack([fit.coef.T, fit.intercept])
+    assert fit.trace["rel_dist"][-1] == pytest.approx(np.linalg.norm(X - full) / np.linalg.norm(full))

@@ -387,6 +387,9 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
         reference = np.ascontiguousarray(ref.T)
     op = MulticlassOperator(X, y_idx, K, dtype=PRECISIONS[params.precision])
     used = unused_features_dropped(op, params, groups)
+    if used is not None and reference is not None and reference[:-1].any(axis=1).sum() > (
+            reference[used].any(axis=1).sum()):
+        used = None  # a trace reference with weights on unused features: its distance in full
     if used is not None:  # fitted on the used features; the others' weights stay 0
         op = op.restrict_features(used)
         if reference is not None:
