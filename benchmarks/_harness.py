@@ -75,6 +75,7 @@ PACKAGE = {
     "best_alpha": ("sparsesvm.experiments.aggregate", "best_alpha"),
     "hinge_losses": ("sparsesvm.model.losses", "hinge_losses"),
     "MulticlassOperator": ("sparsesvm.model.operator", "MulticlassOperator"),
+    "DenseProducts": ("sparsesvm.model.operator", "DenseProducts"),
     "make_penalty": ("sparsesvm.model.penalties", "make_penalty"),
     "solvers": ("sparsesvm.solvers", None),
     "kernels": ("sparsesvm.solvers._kernels", None),

@@ -43,7 +43,7 @@ Usage::
         --max-iter 50 --repeats 1 --paths numpy                             # quick
 
 ``--problems results/news20/features`` times the workflow's stored features (real
-TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows;
+TF-IDF or scattering) instead of a synthetic problem: their first ``--L`` training rows.
 Sparse features are fitted on the features that some sample uses, as
 :func:`sparsesvm.core.fit` does (``M`` in the output; ``M_all``: all of them).
 ``--problems mnist-real`` / ``news20-real`` computes real ones from the data mirror
@@ -76,7 +76,7 @@ CLOCK = time.process_time
 PROBLEMS = {"mnist": (h.scattering_like, 81), "news20": (h.tfidf_like, 81)}
 
 
-#: real data from the mirror (``--mirror``): name -> (loader, default group size)
+#: real data read from the mirror (``--mirror``), made by :func:`real_problem`
 REAL = ("mnist-real", "news20-real")
 
 
@@ -141,10 +141,9 @@ def product_floor(Phi, K, repeats=30, rng=None):
         forward = [lambda: Phi @ W]
         adjoint = [lambda: PhiT @ G]
     else:
-        WT, GT = np.ascontiguousarray(W.T), np.ascontiguousarray(G.T)
-        out = np.empty((M, K))
-        forward = [lambda: Phi @ W, lambda: np.ascontiguousarray((WT @ Phi.T).T)]
-        adjoint = [lambda: np.matmul(Phi.T, G, out=out), lambda: np.copyto(out, (GT @ Phi).T)]
+        prods, out = h.DenseProducts(Phi, K), np.empty((M, K))
+        forward = [lambda t=t: prods.forward(W, t) for t in (False, True)]
+        adjoint = [lambda t=t: prods.adjoint(G, out, t) for t in (False, True)]
     return sum(min(h.repeat_timing(f, repeats, CLOCK).median for f in fs)
                for fs in (forward, adjoint))
 
@@ -194,14 +193,12 @@ def bench(problem, iters, max_iter, alphas, use_cvxpy, step_ratio, seed=0, repea
     rng = np.random.default_rng(seed)
     Phi, y, K = make(rng) if L is None else make(rng, L=L)
     M_all = Phi.shape[1]
-    if sp.issparse(Phi) and groups in (None, "features"):
-        # as a fit does (sparsesvm.core.unused_features_dropped): the features no sample
-        # uses left out, the full operator's norm kept
-        used = np.unique(sp.csr_matrix(Phi).indices)
-        op = h.MulticlassOperator(Phi, y, K).restrict_features(used)
+    op = h.MulticlassOperator(Phi, y, K)
+    # as a fit does: the features no sample uses left out, the full operator's norm kept
+    used = h.core.unused_features_dropped(op, methods[0], "paper", groups)
+    if used is not None:
+        op = op.restrict_features(used)
         Phi = op.Phi
-    else:
-        op = h.MulticlassOperator(Phi, y, K)
     op.norm()
     pen = h.make_penalty(penalty, groups, Phi.shape[1], K)
     passes = passes_floor(Phi.shape[1], K)

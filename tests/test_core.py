@@ -197,19 +197,16 @@ def test_unused_features_are_kept_where_they_cannot_be_dropped():
 
     Phi, y = _sparse_problem()
     op = MulticlassOperator(Phi, y, 4)
-    check = core.check_params
-    paper = check("hinge-reg", "l1", 1.0, 1e-5, 10, 100.0, "paper", "auto", False)
-    assert core.unused_features_dropped(op, paper, None) is not None
-    assert core.unused_features_dropped(op, paper, "features") is not None
-    assert core.unused_features_dropped(op, paper, 5) is None  # within-class blocks: kept whole
-    ova = check("ova", "l1", 1.0, 1e-5, 10, 100.0, "paper", "auto", False)
-    assert core.unused_features_dropped(op, ova, None) is None  # its own norm
-    acc = check("hinge-reg", "l1", 1.0, 1e-5, 10, 100.0, "accelerated", "auto", False)
-    assert core.unused_features_dropped(op, acc, None) is None
+    paper = ("hinge-reg", "paper")
+    assert core.unused_features_dropped(op, *paper, None) is not None
+    assert core.unused_features_dropped(op, *paper, "features") is not None
+    assert core.unused_features_dropped(op, *paper, 5) is None  # within-class blocks: kept whole
+    assert core.unused_features_dropped(op, "ova", "paper", None) is None  # its own norm
+    assert core.unused_features_dropped(op, "hinge-reg", "accelerated", None) is None
     dense = MulticlassOperator(Phi.toarray(), y, 4)
-    assert core.unused_features_dropped(dense, paper, None) is None
+    assert core.unused_features_dropped(dense, *paper, None) is None
     every = MulticlassOperator(Phi[:, np.unique(Phi.indices)], y, 4)
-    assert core.unused_features_dropped(every, paper, None) is None
+    assert core.unused_features_dropped(every, *paper, None) is None
 
 
 def test_unused_features_kept_for_a_reference_that_weighs_them(monkeypatch):

@@ -39,7 +39,6 @@ from .solvers.registry import (
 
 __all__ = [
     "METHODS",
-    "unused_features_dropped",
     "EXACT_HINGE",
     "PENALTIES",
     "PRECISIONS",
@@ -53,6 +52,7 @@ __all__ = [
     "check_groups",
     "encode_labels",
     "fit",
+    "unused_features_dropped",
     "decision_scores",
 ]
 
@@ -300,7 +300,7 @@ class LinearFit:
 _RESTRICTABLE = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit")
 
 
-def unused_features_dropped(op, params, groups):
+def unused_features_dropped(op, method, solver, groups):
     """The features to fit on when the others, unused by every sample, can be dropped.
 
     With sparse features (News20's TF-IDF: a few hundred documents use a fraction of the
@@ -317,14 +317,12 @@ def unused_features_dropped(op, params, groups):
     -------
     ndarray of int or None
         The used features' indices (increasing), or None to fit on all of them: dense
-        features, another solver or method, within-class blocks, or every feature used.
+        features, another solver or method, within-class blocks, or every feature used
+        (:meth:`~sparsesvm.model.operator.MulticlassOperator.used_features`).
     """
-    if not op._sparse or params.solver != "paper" or params.method not in _RESTRICTABLE:
+    if solver != "paper" or method not in _RESTRICTABLE or groups not in (None, "features"):
         return None
-    if groups not in (None, "features"):
-        return None
-    used = np.unique(op.Phi.indices)
-    return used if used.size < op.n_features else None
+    return op.used_features()
 
 
 def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
@@ -386,9 +384,8 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
             raise ValueError("reference_coef contains NaN or inf")
         reference = np.ascontiguousarray(ref.T)
     op = MulticlassOperator(X, y_idx, K, dtype=PRECISIONS[params.precision])
-    used = unused_features_dropped(op, params, groups)
-    if used is not None and reference is not None and reference[:-1].any(axis=1).sum() > (
-            reference[used].any(axis=1).sum()):
+    used = unused_features_dropped(op, params.method, params.solver, groups)
+    if used is not None and reference is not None and np.delete(reference[:-1], used, axis=0).any():
         used = None  # a trace reference with weights on unused features: its distance in full
     if used is not None:  # fitted on the used features; the others' weights stay 0
         op = op.restrict_features(used)

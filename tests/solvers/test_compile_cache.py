@@ -154,6 +154,14 @@ def _problem():
 PAUSE = 0.3
 
 
+def _solver(method):
+    """The paper solver of ``method`` as ``run(op, penalty, lam_or_eta, **options)``."""
+    if method == "ova":
+        return lambda op, pen, lam, **kw: solvers.ova(op.Phi, op.y_idx, op.n_classes, pen, lam, **kw)
+    return {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
+            "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit}[method]
+
+
 def _slow(fn):
     def wrapped(*args, **kwargs):
         time.sleep(PAUSE)
@@ -167,8 +175,7 @@ def test_fit_time_includes_the_step_size_norm(monkeypatch, method):
     op = MulticlassOperator(Phi, y, K)
     pen = make_penalty("l1", None, Phi.shape[1], K)
     monkeypatch.setattr(MulticlassOperator, "norm", _slow(MulticlassOperator.norm))
-    run = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
-           "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit}[method]
+    run = _solver(method)
     res = run(op, pen, 2.0, max_iter=3)
     assert res.n_iter == 3 and res.fit_time >= PAUSE
 
@@ -192,10 +199,7 @@ def test_fit_time_excludes_the_kernel_set_up(monkeypatch, method):
     pen = make_penalty("l1inf", 5, Phi.shape[1], K)
     monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
     monkeypatch.setattr(_kernels, "_load", _slow_load(kernel, 3.0))
-    run = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
-           "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit,
-           "ova": lambda op, pen, lam, **kw: solvers.ova(op.Phi, op.y_idx, op.n_classes, pen, lam, **kw)
-           }[method]
+    run = _solver(method)
     t0 = time.perf_counter()
     res = run(op, pen, 2.0, max_iter=5)
     assert time.perf_counter() - t0 >= 3.0  # the set-up ran, in this call
@@ -240,10 +244,7 @@ def test_fit_time_excludes_choosing_the_products_orientation(monkeypatch, method
         return self.transposed
 
     monkeypatch.setattr(DenseProducts, "tune", slow_tune)
-    run = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
-           "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit,
-           "ova": lambda op, pen, lam, **kw: solvers.ova(op.Phi, op.y_idx, op.n_classes, pen, lam, **kw)
-           }[method]
+    run = _solver(method)
     res = run(op, pen, 2.0, max_iter=5)
     assert calls == [1]  # the products were set up once, in this call
     assert res.n_iter == 5 and res.fit_time < PAUSE

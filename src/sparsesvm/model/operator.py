@@ -94,43 +94,47 @@ class DenseProducts:
         W = rng.standard_normal((M, K))
         G = rng.standard_normal((L, K))
         out = np.empty((M, K))
+        calls = {"forward": lambda t: self.forward(W, t), "adjoint": lambda t: self.adjoint(G, out, t)}
         choice = {}
-        for name, calls in (("forward", (lambda: self._forward(W, False),
-                                         lambda: self._forward(W, True))),
-                            ("adjoint", (lambda: self._adjoint(G, out, False),
-                                         lambda: self._adjoint(G, out, True)))):
-            seconds = []
-            for call in calls:
-                call()  # not timed: first-touch of the buffers, BLAS set-up
-                best = np.inf
-                for _ in range(3):
-                    t0 = time.perf_counter()
-                    call()
-                    best = min(best, time.perf_counter() - t0)
-                seconds.append(best)
-            self.timings[name] = {"direct": seconds[0], "transposed": seconds[1]}
-            choice[name] = bool(seconds[1] < seconds[0])
+        for name, call in calls.items():
+            seconds = {}
+            for transposed in (False, True):
+                call(transposed)  # not timed: first-touch of the buffers, BLAS set-up
+                seconds[transposed] = min(_seconds(call, transposed) for _ in range(3))
+            self.timings[name] = {"direct": seconds[False], "transposed": seconds[True]}
+            choice[name] = bool(seconds[True] < seconds[False])
         self.transposed = choice
         return choice
 
-    def _forward(self, W, transposed):
+    def forward(self, W, transposed=None):
+        """``Phi @ W`` as a new C-ordered (L, K) array; ``W``: (M, K) float64.
+
+        ``transposed``: None for the orientation :meth:`tune` chose, else False (direct)
+        or True (``(W^T Phi^T)^T``)."""
+        if transposed is None:
+            transposed = self.tune()["forward"]
         if not transposed:
             return self.Phi @ W
         return np.ascontiguousarray((np.ascontiguousarray(W.T) @ self.Phi.T).T)
 
-    def _adjoint(self, G, out, transposed):
+    def adjoint(self, G, out, transposed=None):
+        """``Phi.T @ G`` written into ``out`` ((M, K) float64); ``G``: (L, K).
+
+        ``transposed``: None for the orientation :meth:`tune` chose, else False (direct)
+        or True (``(G^T Phi)^T``)."""
+        if transposed is None:
+            transposed = self.tune()["adjoint"]
         if not transposed:
             return np.matmul(self.Phi.T, G, out=out)
         out[...] = (np.ascontiguousarray(G.T) @ self.Phi).T
         return out
 
-    def forward(self, W):
-        """``Phi @ W`` as a new C-ordered (L, K) array; ``W``: (M, K) float64."""
-        return self._forward(W, self.tune()["forward"])
 
-    def adjoint(self, G, out):
-        """``Phi.T @ G`` written into ``out`` ((M, K) float64, C-contiguous rows); ``G``: (L, K)."""
-        return self._adjoint(G, out, self.tune()["adjoint"])
+def _seconds(fn, *args):
+    """Wall seconds of one call ``fn(*args)``."""
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
 
 
 def power_norm(matvec, rmatvec, shape, *, max_iter=200, tol=1e-6, rng=None):
@@ -422,6 +426,19 @@ class MulticlassOperator:
         if not np.all(np.isfinite(self._Phi32.data if self._sparse else self._Phi32)):
             raise ValueError("Phi has entries beyond the float32 range (about 3.4e38 in absolute "
                              "value): use dtype=numpy.float64")
+
+    def used_features(self):
+        """The features some sample uses (non-zero columns of a sparse ``Phi``).
+
+        Returns
+        -------
+        ndarray of int or None
+            Increasing indices, or None when every feature is used or ``Phi`` is dense.
+        """
+        if not self._sparse:
+            return None
+        used = np.unique(self.Phi.indices)
+        return used if used.size < self.n_features else None
 
     def restrict_features(self, columns):
         """The operator of the same samples on the features ``columns`` only.
