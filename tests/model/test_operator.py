@@ -298,8 +298,9 @@ def test_tune_times_both_orientations_once_above_the_size_threshold(monkeypatch)
     big = DenseProducts(np.abs(rng.standard_normal((60, 1000))), 10)  # 600000 >= TUNE_MIN_SIZE
     choice = big.tune()
     assert set(choice) == {"forward", "adjoint"}
-    assert set(big.timings) == {"forward", "adjoint"}
-    for name, t in big.timings.items():
+    assert {"forward", "adjoint"} <= set(big.timings) <= {"forward", "adjoint", "sparse_forward"}
+    for name in ("forward", "adjoint"):
+        t = big.timings[name]
         assert t["direct"] > 0 and t["transposed"] > 0
         assert choice[name] == (t["transposed"] < t["direct"])
     # a second call does not time again
@@ -308,6 +309,87 @@ def test_tune_times_both_orientations_once_above_the_size_threshold(monkeypatch)
     small = DenseProducts(np.ones((10, 20)), 3)  # 600 < TUNE_MIN_SIZE: direct, not timed
     assert small.tune() == {"forward": False, "adjoint": False} and small.timings == {}
     assert TUNE_MIN_SIZE == 500_000
+
+
+def _block_sparse(rng, M, K, density, run=8):
+    """(M, K) weights, zero in runs of ``run`` rows within a class (as group penalties leave them)."""
+    on = rng.random((-(-M // run), 1, K)) < density
+    mask = np.broadcast_to(on, (on.shape[0], run, K)).reshape(-1, K)[:M]
+    return rng.standard_normal((M, K)) * mask
+
+
+@pytest.mark.parametrize("pattern", ["blocks", "entries", "zero", "one class", "dense"])
+def test_sparse_forward_product_against_long_double(pattern):
+    """The compiled product over the non-zero weights, against a long-double sum."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(7)
+    L, M, K = 23, 500, 6
+    Phi = np.ascontiguousarray(rng.standard_normal((L, M)))
+    W = {"blocks": lambda: _block_sparse(rng, M, K, 0.3),
+         "entries": lambda: rng.standard_normal((M, K)) * (rng.random((M, K)) < 0.2),
+         "zero": lambda: np.zeros((M, K)),
+         "one class": lambda: np.outer(rng.standard_normal(M), np.eye(K)[2]),
+         "dense": lambda: rng.standard_normal((M, K))}[pattern]()
+    exact = (Phi.astype(np.longdouble) @ W.astype(np.longdouble)).astype(float)
+    S = DenseProducts(Phi, K).forward_sparse(np.vstack([W, np.ones(K)])[:-1])  # as X[:-1]
+    assert S.shape == (L, K) and S.flags.c_contiguous
+    np.testing.assert_allclose(S, exact, rtol=1e-13, atol=1e-13 * max(np.abs(exact).max(), 1.0))
+    if pattern == "zero":
+        assert not S.any()
+
+
+def test_forward_takes_the_sparse_product_below_its_measured_limit(monkeypatch):
+    """tune() times the sparse product and sets the non-zeros below which forward() uses it."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(3)
+    Phi = np.ascontiguousarray(np.abs(rng.standard_normal((60, 1000))))  # above TUNE_MIN_SIZE
+    prods = DenseProducts(Phi, 10)
+    prods.tune()
+    t = prods.timings["sparse_forward"]
+    dense = min(prods.timings["forward"].values())
+    assert prods.sparse_max_nnz == t["max_nnz"] == int(0.9 * t["nnz"] * dense / t["seconds"])
+    prods.sparse_max_nnz = 2000  # pinned for the test: whatever this machine measured
+    sparse_W = _block_sparse(rng, 1000, 10, 0.1)
+    assert np.count_nonzero(sparse_W) <= 2000
+    exact = (Phi.astype(np.longdouble) @ sparse_W.astype(np.longdouble)).astype(float)
+    calls = []
+    real = DenseProducts.forward_sparse
+    monkeypatch.setattr(DenseProducts, "forward_sparse",
+                        lambda self, W: calls.append(1) or real(self, W))
+    np.testing.assert_allclose(prods.forward(sparse_W), exact, rtol=1e-12, atol=1e-12)
+    assert calls == [1]
+    prods.forward(rng.standard_normal((1000, 10)))  # dense: BLAS
+    prods.forward(sparse_W, transposed=False)  # an orientation asked for: BLAS
+    assert calls == [1]
+
+
+def test_no_sparse_product_without_the_kernel(monkeypatch):
+    from sparsesvm.solvers import _kernels
+
+    monkeypatch.setattr(_kernels, "sparse_forward", lambda: None)
+    prods = DenseProducts(np.abs(np.random.default_rng(0).standard_normal((60, 1000))), 10)
+    prods.tune()
+    assert prods.sparse_max_nnz == 0 and "sparse_forward" not in prods.timings
+    assert prods._PhiT is None  # no copy of Phi^T kept
+
+
+def test_sparse_forward_product_does_not_change_a_fit():
+    """A paper fit whose forward products skip the zero weights, against one with BLAS':
+    the same iterates to rounding."""
+    pytest.importorskip("numba")
+    from sparsesvm.model.penalties import make_penalty
+    from sparsesvm.solvers import hinge_reg
+
+    Phi, y = make_problem(40, 300, 4, seed=3)
+    pen = make_penalty("l1inf", 5, 300, 4)
+    results = []
+    for limit in (0, 10**9):
+        op = MulticlassOperator(Phi, y, 4)
+        op._products.transposed = {"forward": False, "adjoint": False}
+        op._products.sparse_max_nnz = limit  # never / always the sparse product
+        results.append(hinge_reg(op, pen, 10.0, tol=0.0, max_iter=300))
+    assert 0 < np.count_nonzero(results[1].X[:-1]) < results[1].X[:-1].size
+    np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
 
 
 def test_operator_orientation_does_not_change_a_fit():

@@ -202,3 +202,13 @@ def epigraph_step(size, force=False):
         kernel(Y, TX, TXn, R, zeta, xi, float(sigma), float(tau), float(eta), out, zn)
 
     return dual
+
+
+def sparse_forward():
+    """The compiled ``sparse_forward(PhiT, W, outT)`` (``outT = (Phi @ W)^T`` over the
+    non-zero entries of ``W``; float64 C-contiguous arrays (M, L), (M, K), (K, L)), or None
+    when the kernels are unavailable. Used by
+    :class:`sparsesvm.model.operator.DenseProducts` when it measures the product faster than
+    BLAS' dense one for the weights' sparsity."""
+    kernels = _load()
+    return None if kernels is None else kernels.sparse_forward

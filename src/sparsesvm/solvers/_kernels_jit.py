@@ -316,3 +316,34 @@ def epigraph_step(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
         for k in range(K):
             out[r, k] = sigma * max((out[r, k] - m) - t, 0.0)
         xi[r] = sigma * (z - t)
+
+
+_FORWARD_SIGNATURE = types.void(_C2, _C2, _C2)
+
+
+@njit(_FORWARD_SIGNATURE)
+def sparse_forward(PhiT, W, outT):
+    """``outT = (Phi @ W)^T`` over the non-zero entries of ``W`` only.
+
+    ``PhiT`` is ``Phi^T`` (M, L) C-contiguous, ``W`` (M, K), ``outT`` (K, L):
+    each non-zero ``W[j, k]`` adds ``W[j, k] * Phi[:, j]`` (a contiguous row of
+    ``PhiT``) to row k of ``outT``, so the work is about ``nnz(W) * L``
+    multiply-adds against ``M * K * L`` for the dense product
+    (:class:`sparsesvm.model.operator.DenseProducts` chooses between them).
+    """
+    M = np.uint64(PhiT.shape[0])
+    L = np.uint64(PhiT.shape[1])
+    K = np.uint64(W.shape[1])
+    p = PhiT.ravel()
+    w = W.ravel()
+    o = outT.ravel()
+    for i in range(K * L):
+        o[i] = 0.0
+    for j in range(M):
+        pj = j * L
+        for k in range(K):
+            c = w[j * K + k]
+            if c != 0.0:
+                ok = k * L
+                for i in range(L):
+                    o[ok + i] += c * p[pj + i]
