@@ -18,11 +18,17 @@ milliseconds, the four interleaved, so that the load of a shared machine hits al
 ``speedup`` = direct / transposed (above 1: the transposed orientation is faster), and
 whether the two orientations gave bitwise the same results.
 
+Sparse weights (numba installed): ``Phi @ W`` over the non-zero entries of ``W`` only
+(``DenseProducts.forward_sparse``), at each of ``--densities`` (``W`` zero in runs of 81
+rows within a class, as E2's l1,inf groups leave it), against the faster dense orientation,
+the largest difference from the dense product, and the density below which the package's
+own ``DenseProducts.tune`` (timed at a quarter density) takes it on this machine.
+
 Default shapes: MNIST scattering (M = 3969, K = 10) at E2/E4's and E5's training sizes,
 leukemia (M = 7129, K = 3) at E1's, and load_digits (M = 64, K = 10).
 
     python benchmarks/bench_products.py [--shapes 30x3969x10 5000x3969x10 ...]
-        [--repeats 5] [--json out.json]
+        [--repeats 5] [--densities 0.1 0.25 0.5] [--json out.json]
 """
 
 from __future__ import annotations
@@ -91,6 +97,41 @@ def bench_shape(L, M, K, repeats, min_ms, seed=0):
                 ranges_ms={n: [1e3 * min(t), 1e3 * max(t)] for n, t in times.items()})
 
 
+def block_sparse(rng, M, K, density, run=81):
+    """(M, K) Gaussian weights, zero in runs of ``run`` rows within a class (E2's groups)."""
+    on = rng.random((-(-M // run), 1, K)) < density
+    mask = np.broadcast_to(on, (on.shape[0], run, K)).reshape(-1, K)[:M]
+    return np.ascontiguousarray(rng.standard_normal((M, K)) * mask)
+
+
+def bench_sparse(L, M, K, densities, repeats, min_ms, seed=0):
+    """The sparse forward product at each density against the faster dense orientation."""
+    rng = np.random.default_rng(seed)
+    Phi = np.ascontiguousarray(np.abs(rng.standard_normal((L, M))))  # bench_shape's Phi
+    prods = h.DenseProducts(Phi, K)
+    prods.tune()
+    if "sparse_forward" not in prods.timings:
+        return None  # no numba, Phi above SPARSE_FORWARD_MAX_BYTES or below TUNE_MIN_SIZE
+    Ws = {d: block_sparse(rng, M, K, d) for d in densities}
+    dense_W = Ws[densities[0]]
+    calls = {"dense_direct": lambda: prods.forward(dense_W, False),
+             "dense_transposed": lambda: prods.forward(dense_W, True)}
+    calls.update({f"sparse_{d}": (lambda d=d: prods.forward_sparse(Ws[d])) for d in densities})
+    times = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, fn in calls.items():
+            times[name].append(per_call(fn, min_ms))
+    med = {name: float(np.median(t)) for name, t in times.items()}
+    dense = min(med["dense_direct"], med["dense_transposed"])
+    error = max(float(np.abs(prods.forward_sparse(W) - Phi @ W).max() / max(np.abs(Phi @ W).max(), 1e-300))
+                for W in Ws.values())
+    return dict(L=L, M=M, K=K, dense_ms=1e3 * dense,
+                sparse_ms={str(d): 1e3 * med[f"sparse_{d}"] for d in densities},
+                actual_density={str(d): float(np.count_nonzero(W) / W.size) for d, W in Ws.items()},
+                max_rel_difference=error,
+                tuned_max_density=prods.sparse_max_nnz / (M * K))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", nargs="+", default=SHAPES, help="LxMxK shapes")
@@ -98,6 +139,8 @@ def main(argv=None):
     ap.add_argument("--min-ms", type=float, default=50.0,
                     help="milliseconds of CPU per timed run (calls are repeated to fill it)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    ap.add_argument("--densities", type=float, nargs="*", default=[0.1, 0.25, 0.5],
+                    help="densities of the sparse forward product's weights (none: skip it)")
     h.add_output_argument(ap)
     args = ap.parse_args(argv)
     h.limit_blas(args.threads)
@@ -113,10 +156,28 @@ def main(argv=None):
               f" / {row['adjoint_t_ms']:.3f} | {row['adjoint_speedup']:.2f} | "
               f"{'yes' if row['forward_bitwise'] and row['adjoint_bitwise'] else 'no'} |",
               flush=True)
+    sparse_rows = []
+    if args.densities:
+        dens = args.densities
+        print("\n| L | M | K | dense, faster orientation (ms) | "
+              + " | ".join(f"sparse at {d:g} (ms)" for d in dens)
+              + " | max rel. difference | tuned: sparse below density |")
+        print("|---|---|---|---|" + "---|" * len(dens) + "---|---|")
+        for text in args.shapes:
+            row = bench_sparse(*parse_shape(text), dens, args.repeats, args.min_ms)
+            if row is None:
+                print(f"| {text} | sparse product not set up (numba missing, or Phi outside "
+                      "the sizes DenseProducts.tune times) |")
+                continue
+            sparse_rows.append(row)
+            cells = " | ".join(f"{row['sparse_ms'][str(d)]:.3f} ({row['dense_ms'] / row['sparse_ms'][str(d)]:.2f}x)"
+                               for d in dens)
+            print(f"| {row['L']} | {row['M']} | {row['K']} | {row['dense_ms']:.3f} | {cells} | "
+                  f"{row['max_rel_difference']:.1e} | {row['tuned_max_density']:.2f} |", flush=True)
     if args.json:
-        h.write_results(args.json, {"rows": rows}, args)
+        h.write_results(args.json, {"rows": rows, "sparse_rows": sparse_rows}, args)
     else:
-        print(json.dumps(rows))
+        print(json.dumps({"rows": rows, "sparse_rows": sparse_rows}))
 
 
 if __name__ == "__main__":

@@ -224,6 +224,23 @@ def test_bench_family_quick_writes_the_rows(tmp_path):
     assert "worst ratio" in proc.stdout
 
 
+def test_bench_products_times_both_orientations_and_the_sparse_product(tmp_path):
+    pytest.importorskip("numba")
+    out = tmp_path / "products.json"
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_products.py"), "--shapes",
+                           "60x1000x10", "--repeats", "1", "--min-ms", "1", "--densities", "0.1",
+                           "0.5", "--json", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads(out.read_text())
+    (row,) = record["rows"]
+    assert (row["L"], row["M"], row["K"]) == (60, 1000, 10) and row["forward_ms"] > 0
+    (sparse,) = record["sparse_rows"]
+    assert set(sparse["sparse_ms"]) == {"0.1", "0.5"} and sparse["dense_ms"] > 0
+    assert sparse["actual_density"]["0.1"] < sparse["actual_density"]["0.5"]
+    assert sparse["max_rel_difference"] < 1e-12 and sparse["tuned_max_density"] >= 0
+    assert "sparse at 0.1" in proc.stdout
+
+
 def test_bench_iteration_times_the_steady_iterations_against_the_fastest_products(tmp_path):
     # a tiny synthetic MNIST-shaped run: --skip times iterations 5..15 (a run of 15 minus a
     # run of 5), at the point where the proximal step has its support; the floor is the

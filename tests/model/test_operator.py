@@ -349,6 +349,7 @@ def test_forward_takes_the_sparse_product_below_its_measured_limit(monkeypatch):
     dense = min(prods.timings["forward"].values())
     assert prods.sparse_max_nnz == t["max_nnz"] == int(0.9 * t["nnz"] * dense / t["seconds"])
     prods.sparse_max_nnz = 2000  # pinned for the test: whatever this machine measured
+    prods.skip_zero_weights = True
     sparse_W = _block_sparse(rng, 1000, 10, 0.1)
     assert np.count_nonzero(sparse_W) <= 2000
     exact = (Phi.astype(np.longdouble) @ sparse_W.astype(np.longdouble)).astype(float)
@@ -388,8 +389,24 @@ def test_sparse_forward_product_does_not_change_a_fit():
         op._products.transposed = {"forward": False, "adjoint": False}
         op._products.sparse_max_nnz = limit  # never / always the sparse product
         results.append(hinge_reg(op, pen, 10.0, tol=0.0, max_iter=300))
+        assert op._products.skip_zero_weights  # the primal-dual loop asks for it
     assert 0 < np.count_nonzero(results[1].X[:-1]) < results[1].X[:-1].size
     np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
+
+
+def test_only_the_primal_dual_solvers_skip_zero_weights():
+    from sparsesvm.model.penalties import make_penalty
+    from sparsesvm.solvers import hinge_reg, square
+
+    Phi, y = make_problem(40, 300, 4, seed=3)
+    pen = make_penalty("l1inf", 5, 300, 4)
+    op = MulticlassOperator(Phi, y, 4)
+    hinge_reg(op, pen, 10.0, tol=0.0, max_iter=5)
+    assert op._products.skip_zero_weights
+    square(op, pen, 10.0, tol=0.0, max_iter=5)
+    assert not op._products.skip_zero_weights
+    assert op.prepare(skip_zero_weights=True)._products.skip_zero_weights
+    assert not op.prepare()._products.skip_zero_weights
 
 
 def test_operator_orientation_does_not_change_a_fit():

@@ -72,11 +72,15 @@ class DenseProducts:
     l1,inf jobs: 66-78 % of the weights at their support), and ``Phi @ W`` needs only
     ``Phi[:, j] * W[j, k]`` for the non-zero ones. With numba, :meth:`tune` also times a
     compiled product over the non-zero weights (:func:`sparsesvm.solvers._kernels_jit.sparse_forward`,
-    on a row-major copy of ``Phi^T``) at a density of :data:`SPARSE_TUNE_DENSITY`, and
-    :meth:`forward` uses it whenever ``W`` has few enough non-zeros for it to beat the
-    faster BLAS orientation (its time grows about in proportion to the non-zeros:
-    ``sparse_max_nnz``, with a 10 % margin). Its sums run in another order than BLAS':
-    results differ from the dense product's in the last bits.
+    on a row-major copy of ``Phi^T``) at a density of :data:`SPARSE_TUNE_DENSITY`, and,
+    where ``skip_zero_weights`` is set, :meth:`forward` uses it whenever ``W`` has few
+    enough non-zeros for it to beat the faster BLAS orientation (its time grows about in
+    proportion to the non-zeros: ``sparse_max_nnz``, with a 10 % margin). Its sums run in
+    another order than BLAS': results differ from the dense product's in the last bits.
+    The primal-dual solvers set it (:meth:`MulticlassOperator.prepare`), whose iterates
+    such differences leave where they are; FISTA's adaptive restarts are discrete
+    decisions that they can move (README, "The library on its own"), so the smooth
+    baselines keep BLAS' product.
 
     Parameters
     ----------
@@ -94,7 +98,9 @@ class DenseProducts:
         of the sparse forward product at :data:`SPARSE_TUNE_DENSITY` (``"sparse_forward"``).
     sparse_max_nnz : int
         :meth:`forward` skips zero weights when ``W`` has at most this many non-zeros (0:
-        never; set by :meth:`tune`).
+        never; set by :meth:`tune`) and ``skip_zero_weights`` is set.
+    skip_zero_weights : bool
+        Whether :meth:`forward` may take the sparse product (default False).
     """
 
     def __init__(self, Phi, n_classes):
@@ -103,6 +109,7 @@ class DenseProducts:
         self.transposed = None
         self.timings = {}
         self.sparse_max_nnz = 0
+        self.skip_zero_weights = False
         self._PhiT = None
 
     def tune(self):
@@ -168,12 +175,14 @@ class DenseProducts:
     def forward(self, W, transposed=None):
         """``Phi @ W`` as a new C-ordered (L, K) array; ``W``: (M, K) float64.
 
-        ``transposed``: None for the product :meth:`tune` chose (the sparse one when ``W``
-        has at most ``sparse_max_nnz`` non-zeros, else the faster orientation), else False
-        (direct) or True (``(W^T Phi^T)^T``)."""
+        ``transposed``: None for the product :meth:`tune` chose (with
+        ``skip_zero_weights``, the sparse one when ``W`` has at most ``sparse_max_nnz``
+        non-zeros; else the faster orientation), else False (direct) or True
+        (``(W^T Phi^T)^T``)."""
         if transposed is None:
             transposed = self.tune()["forward"]
-            if self.sparse_max_nnz and np.count_nonzero(W) <= self.sparse_max_nnz:
+            if (self.skip_zero_weights and self.sparse_max_nnz
+                    and np.count_nonzero(W) <= self.sparse_max_nnz):
                 return self.forward_sparse(W)
         if not transposed:
             return self.Phi @ W
@@ -535,11 +544,19 @@ class MulticlassOperator:
             sub._double._norm_parent = self
         return sub
 
-    def prepare(self):
+    def prepare(self, skip_zero_weights=False):
         """Set up the products before a solver's clock starts.
 
         For a dense ``Phi``, times the two BLAS orientations of each product and keeps
-        the faster (:class:`DenseProducts`); nothing for a sparse one. Idempotent.
+        the faster, and times the product over the non-zero weights
+        (:class:`DenseProducts`; once per operator); nothing for a sparse one.
+
+        Parameters
+        ----------
+        skip_zero_weights : bool, default=False
+            Whether :meth:`scores` and :meth:`T` may skip the zero weights of a dense
+            product (when measured faster; :class:`DenseProducts`), until the next call.
+            The primal-dual solvers ask for it.
 
         Returns
         -------
@@ -548,6 +565,7 @@ class MulticlassOperator:
         """
         if self._products is not None:
             self._products.tune()
+            self._products.skip_zero_weights = bool(skip_zero_weights)
         return self
 
     def double(self):

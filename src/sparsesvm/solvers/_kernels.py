@@ -5,9 +5,13 @@ with ``Phi`` in the primal update ``X+ = prox_{tau g}(X - tau V)`` with
 ``V = T^T Y``, and in the stopping measure. With numpy, that update is about
 ten passes over the (M + 1, K) parameter array (the shifted point, the group
 transpose in and out, abs, sums, maxima, candidate masks, the clip, two inner
-products). Here it is one pass: each group is shifted, thresholded and
-written while it sits in cache, and the two inner products of the stopping
-measure (:class:`sparsesvm.solvers._loop.RelChange`) are accumulated on the way.
+products). Here it is one compiled call that keeps each part of the array in
+cache while it is shifted, thresholded and written, and accumulates the two
+inner products of the stopping measure
+(:class:`sparsesvm.solvers._loop.RelChange`) on the way: l2 and l1 in one
+flat pass, groups of one row (across classes) in one pass per row, and
+within-class groups in chunks of whole blocks, each chunk through a few short
+loops that the compiler vectorises (:func:`sparsesvm.solvers._kernels_jit.step`).
 
 The kernels compute exactly the proximity operators of
 :mod:`sparsesvm.model.penalties` (tests compare them with those, which are checked

@@ -233,7 +233,9 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
 
     gap = GapCheck(lambda X: _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
     forward = _ForwardStep(op, penalty, lam)  # compiles or loads the kernel: before the clock
-    op.prepare()  # the dense products' BLAS orientations: before the clock too
+    # the dense products' BLAS orientations: before the clock too; BLAS' dense product
+    # (the restarts are discrete decisions that last-bit differences can move)
+    op.prepare(skip_zero_weights=False)
     clock = Clock()
     forward.step = 1.0 / (curvature * lam * op.norm() ** 2)
     X = np.zeros((op.n_features + 1, op.n_classes))
