@@ -22,7 +22,7 @@ Sparse weights (numba installed): ``Phi @ W`` over the non-zero entries of ``W``
 (``DenseProducts.forward_sparse``), at each of ``--densities`` (``W`` zero in runs of 81
 rows within a class, as E2's l1,inf groups leave it), against the faster dense orientation,
 the largest difference from the dense product, and the density below which the package's
-own ``DenseProducts.tune`` (timed at a quarter density) takes it on this machine.
+own ``DenseProducts.tune_sparse`` (timed at a quarter density) takes it on this machine.
 
 Default shapes: MNIST scattering (M = 3969, K = 10) at E2/E4's and E5's training sizes,
 leukemia (M = 7129, K = 3) at E1's, and load_digits (M = 64, K = 10).
@@ -109,7 +109,7 @@ def bench_sparse(L, M, K, densities, repeats, min_ms, seed=0):
     rng = np.random.default_rng(seed)
     Phi = np.ascontiguousarray(np.abs(rng.standard_normal((L, M))))  # bench_shape's Phi
     prods = h.DenseProducts(Phi, K)
-    prods.tune()
+    prods.tune_sparse()
     if "sparse_forward" not in prods.timings:
         return None  # no numba, Phi above SPARSE_FORWARD_MAX_BYTES or below TUNE_MIN_SIZE
     Ws = {d: block_sparse(rng, M, K, d) for d in densities}
@@ -167,7 +167,7 @@ def main(argv=None):
             row = bench_sparse(*parse_shape(text), dens, args.repeats, args.min_ms)
             if row is None:
                 print(f"| {text} | sparse product not set up (numba missing, or Phi outside "
-                      "the sizes DenseProducts.tune times) |")
+                      "the sizes DenseProducts.tune_sparse times) |")
                 continue
             sparse_rows.append(row)
             cells = " | ".join(f"{row['sparse_ms'][str(d)]:.3f} ({row['dense_ms'] / row['sparse_ms'][str(d)]:.2f}x)"

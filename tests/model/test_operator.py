@@ -339,12 +339,14 @@ def test_sparse_forward_product_against_long_double(pattern):
 
 
 def test_forward_takes_the_sparse_product_below_its_measured_limit(monkeypatch):
-    """tune() times the sparse product and sets the non-zeros below which forward() uses it."""
+    """tune_sparse() times the sparse product and sets the non-zeros below which forward() uses it."""
     pytest.importorskip("numba")
     rng = np.random.default_rng(3)
     Phi = np.ascontiguousarray(np.abs(rng.standard_normal((60, 1000))))  # above TUNE_MIN_SIZE
     prods = DenseProducts(Phi, 10)
     prods.tune()
+    assert "sparse_forward" not in prods.timings and prods.sparse_max_nnz == 0  # not asked
+    prods.tune_sparse()
     t = prods.timings["sparse_forward"]
     dense = min(prods.timings["forward"].values())
     assert prods.sparse_max_nnz == t["max_nnz"] == int(0.9 * t["nnz"] * dense / t["seconds"])
@@ -369,7 +371,7 @@ def test_no_sparse_product_without_the_kernel(monkeypatch):
 
     monkeypatch.setattr(_kernels, "sparse_forward", lambda: None)
     prods = DenseProducts(np.abs(np.random.default_rng(0).standard_normal((60, 1000))), 10)
-    prods.tune()
+    prods.tune_sparse()
     assert prods.sparse_max_nnz == 0 and "sparse_forward" not in prods.timings
     assert prods._PhiT is None  # no copy of Phi^T kept
 
@@ -392,6 +394,16 @@ def test_sparse_forward_product_does_not_change_a_fit():
         assert op._products.skip_zero_weights  # the primal-dual loop asks for it
     assert 0 < np.count_nonzero(results[1].X[:-1]) < results[1].X[:-1].size
     np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
+
+
+def test_the_sparse_product_is_timed_only_when_asked_for(monkeypatch):
+    """A solver that keeps BLAS' product does not load the compiled kernels for the other."""
+    from sparsesvm.solvers import _kernels
+
+    monkeypatch.setattr(_kernels, "sparse_forward", lambda: pytest.fail("kernel loaded"))
+    Phi, y = make_problem(60, 1000, 10, seed=1)
+    op = MulticlassOperator(Phi, y, 10).prepare()
+    assert op._products.transposed is not None and "sparse_forward" not in op._products.timings
 
 
 def test_only_the_primal_dual_solvers_skip_zero_weights():

@@ -70,7 +70,7 @@ class DenseProducts:
 
     Sparse weights: the paper's sparse penalties leave most of ``W`` at exactly 0 (E2's
     l1,inf jobs: 66-78 % of the weights at their support), and ``Phi @ W`` needs only
-    ``Phi[:, j] * W[j, k]`` for the non-zero ones. With numba, :meth:`tune` also times a
+    ``Phi[:, j] * W[j, k]`` for the non-zero ones. With numba, :meth:`tune_sparse` times a
     compiled product over the non-zero weights (:func:`sparsesvm.solvers._kernels_jit.sparse_forward`,
     on a row-major copy of ``Phi^T``) at a density of :data:`SPARSE_TUNE_DENSITY`, and,
     where ``skip_zero_weights`` is set, :meth:`forward` uses it whenever ``W`` has few
@@ -98,7 +98,7 @@ class DenseProducts:
         of the sparse forward product at :data:`SPARSE_TUNE_DENSITY` (``"sparse_forward"``).
     sparse_max_nnz : int
         :meth:`forward` skips zero weights when ``W`` has at most this many non-zeros (0:
-        never; set by :meth:`tune`) and ``skip_zero_weights`` is set.
+        never; set by :meth:`tune_sparse`) and ``skip_zero_weights`` is set.
     skip_zero_weights : bool
         Whether :meth:`forward` may take the sparse product (default False).
     """
@@ -135,24 +135,38 @@ class DenseProducts:
             self.timings[name] = {"direct": seconds[False], "transposed": seconds[True]}
             choice[name] = bool(seconds[True] < seconds[False])
         self.transposed = choice
-        self._tune_sparse(W, min(self.timings["forward"].values()), rng)
         return choice
 
-    def _tune_sparse(self, W, dense_seconds, rng):
-        """Time the sparse forward product at :data:`SPARSE_TUNE_DENSITY`; set ``sparse_max_nnz``."""
+    def tune_sparse(self):
+        """Time the product over the non-zero weights once; set ``sparse_max_nnz``.
+
+        After :meth:`tune` (called here), from its size threshold on: the compiled product
+        at :data:`SPARSE_TUNE_DENSITY` against the faster dense orientation. Nothing when
+        numba is missing, ``Phi`` is below :data:`TUNE_MIN_SIZE` entries (times K) or above
+        :data:`SPARSE_FORWARD_MAX_BYTES`, or it was timed already. Separate from
+        :meth:`tune` so that a solver that never skips zero weights does not load the
+        compiled kernels for it.
+        """
+        self.tune()
+        if "sparse_forward" in self.timings or "forward" not in self.timings:
+            return
+        if self.Phi.nbytes > SPARSE_FORWARD_MAX_BYTES:
+            return
         from ..solvers import _kernels  # the compiled kernels (numba optional)
 
         kernel = _kernels.sparse_forward()
-        if kernel is None or self.Phi.nbytes > SPARSE_FORWARD_MAX_BYTES:
+        if kernel is None:
             return
+        rng = np.random.default_rng(1)
+        M, K = self.Phi.shape[1], self.n_classes
+        dense_seconds = min(self.timings["forward"].values())
         self._PhiT = np.ascontiguousarray(self.Phi.T)
         # zeros in runs of rows within a class, as group penalties leave them (an entrywise
         # random pattern would time mispredicted branches that such weights do not cause)
-        M, K = W.shape
         runs = rng.random((-(-M // _SPARSE_TUNE_RUN), 1, K)) < SPARSE_TUNE_DENSITY
         mask = np.broadcast_to(runs, (runs.shape[0], _SPARSE_TUNE_RUN, K)).reshape(-1, K)[:M]
-        Ws = np.ascontiguousarray(W * mask)
-        outT = np.empty((self.n_classes, self.Phi.shape[0]))
+        Ws = np.ascontiguousarray(rng.standard_normal((M, K)) * mask)
+        outT = np.empty((K, self.Phi.shape[0]))
         kernel(self._PhiT, Ws, outT)  # not timed
         seconds = min(_seconds(kernel, self._PhiT, Ws, outT) for _ in range(5))
         nnz = np.count_nonzero(Ws)
@@ -163,8 +177,7 @@ class DenseProducts:
             self._PhiT = None
 
     def forward_sparse(self, W):
-        """``Phi @ W`` over the non-zero entries of ``W`` (compiled; after :meth:`tune`, when
-        it set up the sparse product: ``timings`` has ``"sparse_forward"``)."""
+        """``Phi @ W`` over the non-zero entries of ``W`` (compiled: numba needed)."""
         from ..solvers import _kernels
 
         PhiT = self._PhiT if self._PhiT is not None else np.ascontiguousarray(self.Phi.T)
@@ -548,8 +561,8 @@ class MulticlassOperator:
         """Set up the products before a solver's clock starts.
 
         For a dense ``Phi``, times the two BLAS orientations of each product and keeps
-        the faster, and times the product over the non-zero weights
-        (:class:`DenseProducts`; once per operator); nothing for a sparse one.
+        the faster, and, asked to skip zero weights, the product over the non-zero
+        weights (:class:`DenseProducts`; each once per operator); nothing for a sparse one.
 
         Parameters
         ----------
@@ -564,7 +577,10 @@ class MulticlassOperator:
             ``self``.
         """
         if self._products is not None:
-            self._products.tune()
+            if skip_zero_weights:
+                self._products.tune_sparse()
+            else:
+                self._products.tune()
             self._products.skip_zero_weights = bool(skip_zero_weights)
         return self
 
