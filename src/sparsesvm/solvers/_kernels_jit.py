@@ -137,58 +137,59 @@ def step(X, V, tau, b, kind, out):
                 o[base + k] = w
                 nn += w * w
                 cross += w * x[base + k]
-    # within-class blocks: chunks of nbc whole blocks (about _CHUNK_ROWS rows), which stay in
-    # cache through the passes below (shifted point, group sums, scales, prox, inner products)
-    bb = np.uint64(max(b, 1))
-    nbc = np.uint64(max(1, _CHUNK_ROWS // max(b, 1)))
-    B = bb * nbc
-    for r0 in range(np.uint64(0), M if kind > 1 and b > 0 else np.uint64(0), B):
-        nr = min(B, M - r0)
-        lo = r0 * K
-        hi = lo + nr * K
-        for i in range(lo, hi):  # the shifted point (``out`` may be ``V``)
-            o[i] = x[i] - tau * v[i]
-        # column k of b consecutive rows is one group
-        nbk = (nr + bb - np.uint64(1)) // bb  # blocks in this chunk
-        for i in range(nbk * K):
-            sums[i] = 0.0
-        for j in range(nbk):
-            sb = j * K
-            for r in range(j * bb, min(j * bb + bb, nr)):
-                base = lo + r * K
-                if kind == 2:
-                    for k in range(K):
-                        sums[sb + k] += o[base + k] * o[base + k]
-                else:
-                    for k in range(K):
-                        sums[sb + k] += abs(o[base + k])
-        for j in range(nbk):
-            rj = j * bb
-            nj = min(bb, nr - rj)
-            for k in range(K):
-                s = sums[j * K + k]
-                m = 0.0
-                if kind == 3 and s > tau:
-                    for i in range(nj):
-                        w = abs(o[lo + (rj + i) * K + k])
-                        a[i] = w
-                        m = max(m, w)
-                sums[j * K + k] = group_scale(kind, tau, s, m, a, np.int64(nj))
-        for j in range(nbk):
-            sb = j * K
-            for r in range(j * bb, min(j * bb + bb, nr)):
-                base = lo + r * K
-                if kind == 3:
-                    for k in range(K):
-                        c = sums[sb + k]
-                        o[base + k] = min(max(o[base + k], -c), c)
-                else:
-                    for k in range(K):
-                        o[base + k] *= sums[sb + k]
-        for i in range(lo, hi):
-            w = o[i]
-            nn += w * w
-            cross += w * x[i]
+    else:
+        # within-class blocks: chunks of nbc whole blocks (about _CHUNK_ROWS rows), which stay in
+        # cache through the passes below (shifted point, group sums, scales, prox, inner products)
+        bb = np.uint64(max(b, 1))
+        nbc = np.uint64(max(1, _CHUNK_ROWS // max(b, 1)))
+        B = bb * nbc
+        for r0 in range(np.uint64(0), M, B):
+            nr = min(B, M - r0)
+            lo = r0 * K
+            hi = lo + nr * K
+            for i in range(lo, hi):  # the shifted point (``out`` may be ``V``)
+                o[i] = x[i] - tau * v[i]
+            # column k of b consecutive rows is one group
+            nbk = (nr + bb - np.uint64(1)) // bb  # blocks in this chunk
+            for i in range(nbk * K):
+                sums[i] = 0.0
+            for j in range(nbk):
+                sb = j * K
+                for r in range(j * bb, min(j * bb + bb, nr)):
+                    base = lo + r * K
+                    if kind == 2:
+                        for k in range(K):
+                            sums[sb + k] += o[base + k] * o[base + k]
+                    else:
+                        for k in range(K):
+                            sums[sb + k] += abs(o[base + k])
+            for j in range(nbk):
+                rj = j * bb
+                nj = min(bb, nr - rj)
+                for k in range(K):
+                    s = sums[j * K + k]
+                    m = 0.0
+                    if kind == 3 and s > tau:
+                        for i in range(nj):
+                            w = abs(o[lo + (rj + i) * K + k])
+                            a[i] = w
+                            m = max(m, w)
+                    sums[j * K + k] = group_scale(kind, tau, s, m, a, np.int64(nj))
+            for j in range(nbk):
+                sb = j * K
+                for r in range(j * bb, min(j * bb + bb, nr)):
+                    base = lo + r * K
+                    if kind == 3:
+                        for k in range(K):
+                            c = sums[sb + k]
+                            o[base + k] = min(max(o[base + k], -c), c)
+                    else:
+                        for k in range(K):
+                            o[base + k] *= sums[sb + k]
+            for i in range(lo, hi):
+                w = o[i]
+                nn += w * w
+                cross += w * x[i]
     for i in range(M * K, M * K + K):  # the bias row: X - tau V
         w = x[i] - tau * v[i]
         o[i] = w
