@@ -406,6 +406,16 @@ def test_the_sparse_product_is_timed_only_when_asked_for(monkeypatch):
     assert op._products.transposed is not None and "sparse_forward" not in op._products.timings
 
 
+def test_no_timing_with_sparsesvm_tune_0(monkeypatch):
+    """SPARSESVM_TUNE=0: direct orientations, no sparse product, nothing timed."""
+    monkeypatch.setenv("SPARSESVM_TUNE", "0")
+    monkeypatch.setattr("sparsesvm.model.operator._seconds", lambda *a: pytest.fail("timed"))
+    prods = DenseProducts(np.abs(np.random.default_rng(0).standard_normal((60, 1000))), 10)
+    prods.tune_sparse()
+    assert prods.transposed == {"forward": False, "adjoint": False}
+    assert prods.timings == {} and prods.sparse_max_nnz == 0
+
+
 def test_only_the_primal_dual_solvers_skip_zero_weights():
     from sparsesvm.model.penalties import make_penalty
     from sparsesvm.solvers import hinge_reg, square

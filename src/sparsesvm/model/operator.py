@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import os
 import time
 
 import numpy as np
@@ -113,12 +114,18 @@ class DenseProducts:
         self._PhiT = None
 
     def tune(self):
-        """Choose each product's orientation (timed once; a no-op afterwards)."""
+        """Choose each product's orientation (timed once; a no-op afterwards).
+
+        With ``SPARSESVM_TUNE=0`` in the environment nothing is timed: the direct
+        orientations, and no product over the non-zero weights (:meth:`tune_sparse`), so
+        that a fit's arithmetic does not depend on timings (bitwise the same results from
+        run to run on one machine, at some cost in speed).
+        """
         if self.transposed is not None:
             return self.transposed
         L, M = self.Phi.shape
         K = self.n_classes
-        if L * M * K < TUNE_MIN_SIZE:
+        if L * M * K < TUNE_MIN_SIZE or not _tuning():
             self.transposed = {"forward": False, "adjoint": False}
             return self.transposed
         rng = np.random.default_rng(0)
@@ -143,13 +150,13 @@ class DenseProducts:
         After :meth:`tune` (called here), from its size threshold on: the compiled product
         at :data:`SPARSE_TUNE_DENSITY` against the faster dense orientation. Nothing when
         numba is missing, ``Phi`` is below :data:`TUNE_MIN_SIZE` entries (times K) or above
-        :data:`SPARSE_FORWARD_MAX_BYTES`, or it was timed already. Separate from
+        :data:`SPARSE_FORWARD_MAX_BYTES`, with ``SPARSESVM_TUNE=0``, or it was timed already. Separate from
         :meth:`tune` so that a solver that never skips zero weights does not load the
         compiled kernels for it.
         """
         self.tune()
         if "sparse_forward" in self.timings or "forward" not in self.timings:
-            return
+            return  # timed already, or Phi below TUNE_MIN_SIZE, or SPARSESVM_TUNE=0
         if self.Phi.nbytes > SPARSE_FORWARD_MAX_BYTES:
             return
         from ..solvers import _kernels  # the compiled kernels (numba optional)
@@ -212,6 +219,11 @@ class DenseProducts:
             return np.matmul(self.Phi.T, G, out=out)
         out[...] = (np.ascontiguousarray(G.T) @ self.Phi).T
         return out
+
+
+def _tuning():
+    """False when ``SPARSESVM_TUNE=0``: :class:`DenseProducts` times nothing."""
+    return os.environ.get("SPARSESVM_TUNE", "1") != "0"
 
 
 def _seconds(fn, *args):
