@@ -150,9 +150,10 @@ class DenseProducts:
         After :meth:`tune` (called here), from its size threshold on: the compiled product
         at :data:`SPARSE_TUNE_DENSITY` against the faster dense orientation. Nothing when
         numba is missing, ``Phi`` is below :data:`TUNE_MIN_SIZE` entries (times K) or above
-        :data:`SPARSE_FORWARD_MAX_BYTES`, with ``SPARSESVM_TUNE=0``, or it was timed already. Separate from
-        :meth:`tune` so that a solver that never skips zero weights does not load the
-        compiled kernels for it.
+        :data:`SPARSE_FORWARD_MAX_BYTES`, with fewer weights than the compiled kernels'
+        :data:`sparsesvm.solvers._kernels.MIN_SIZE`, with ``SPARSESVM_TUNE=0``, or when it
+        was timed already. Separate from :meth:`tune` so that a solver that never skips
+        zero weights does not load the compiled kernels for it.
         """
         self.tune()
         if "sparse_forward" in self.timings or "forward" not in self.timings:
@@ -161,6 +162,8 @@ class DenseProducts:
             return
         from ..solvers import _kernels  # the compiled kernels (numba optional)
 
+        if (self.Phi.shape[1] + 1) * self.n_classes < _kernels.MIN_SIZE:
+            return  # too few weights for the compiled kernels to be loaded at all
         kernel = _kernels.sparse_forward()
         if kernel is None:
             return
