@@ -44,7 +44,7 @@ TUNE_MIN_SIZE = 500_000
 #: non-zero weights, on a row-major copy of ``Phi^T``) for a ``Phi`` of at most this many bytes
 #: (the copy doubles its memory).
 SPARSE_FORWARD_MAX_BYTES = 256 * 2**20
-#: The weights' density at which :meth:`DenseProducts.tune` times the sparse forward product.
+#: The weights' density at which :meth:`DenseProducts.tune_sparse` times the sparse forward product.
 SPARSE_TUNE_DENSITY = 0.25
 _SPARSE_TUNE_RUN = 32  # rows per run of zeros (or non-zeros) in that timing
 
@@ -180,7 +180,7 @@ class DenseProducts:
         kernel(self._PhiT, Ws, outT)  # not timed
         seconds = min(_seconds(kernel, self._PhiT, Ws, outT) for _ in range(5))
         nnz = np.count_nonzero(Ws)
-        self.sparse_max_nnz = int(0.9 * nnz * dense_seconds / seconds)
+        self.sparse_max_nnz = int(0.9 * nnz * dense_seconds / max(seconds, 1e-9))
         self.timings["sparse_forward"] = {"seconds": seconds, "nnz": int(nnz),
                                           "max_nnz": self.sparse_max_nnz}
         if self.sparse_max_nnz == 0:
