@@ -111,7 +111,8 @@ class DenseProducts:
         self.timings = {}
         self.sparse_max_nnz = 0
         self.skip_zero_weights = False
-        self._PhiT = None
+        self._PhiT = None  # row-major Phi^T and the compiled kernel of forward_sparse
+        self._sparse_kernel = None
 
     def tune(self):
         """Choose each product's orientation (timed once; a no-op afterwards).
@@ -164,7 +165,7 @@ class DenseProducts:
 
         if (self.Phi.shape[1] + 1) * self.n_classes < _kernels.MIN_SIZE:
             return  # too few weights for the compiled kernels to be loaded at all
-        kernel = _kernels.sparse_forward()
+        kernel = self._sparse_kernel = _kernels.sparse_forward()
         if kernel is None:
             return
         rng = np.random.default_rng(1)
@@ -187,12 +188,18 @@ class DenseProducts:
             self._PhiT = None
 
     def forward_sparse(self, W):
-        """``Phi @ W`` over the non-zero entries of ``W`` (compiled: numba needed)."""
-        from ..solvers import _kernels
+        """``Phi @ W`` over the non-zero entries of ``W`` (compiled: numba needed).
 
-        PhiT = self._PhiT if self._PhiT is not None else np.ascontiguousarray(self.Phi.T)
+        The kernel and the row-major copy of ``Phi^T`` are looked up and made once per
+        operator (by :meth:`tune_sparse`, or by the first call), not in every iteration."""
+        if self._sparse_kernel is None:
+            from ..solvers import _kernels
+
+            self._sparse_kernel = _kernels.sparse_forward()
+        if self._PhiT is None:
+            self._PhiT = np.ascontiguousarray(self.Phi.T)
         outT = np.empty((self.n_classes, self.Phi.shape[0]))
-        _kernels.sparse_forward()(PhiT, np.ascontiguousarray(W, dtype=np.float64), outT)
+        self._sparse_kernel(self._PhiT, np.ascontiguousarray(W, dtype=np.float64), outT)
         return np.ascontiguousarray(outT.T)
 
     def forward(self, W, transposed=None):
