@@ -128,10 +128,11 @@ def passes_floor(M, K, repeats=30):
 
 
 def product_floor(Phi, K, repeats=30, rng=None):
-    """Median seconds of ``Phi @ W`` + ``Phi.T @ G`` (float64, C-ordered operands), each
-    product in the faster of its two BLAS orientations (dense ``Phi``: both timed here,
-    as :class:`sparsesvm.model.operator.DenseProducts` does; CSR: ``Phi @ W`` and the
-    operator's CSR copy of ``Phi^T``)."""
+    """Median seconds of ``Phi @ W`` + ``Phi.T @ G`` (float64, C-ordered operands, every
+    weight non-zero), each product in the faster of its two BLAS orientations (dense
+    ``Phi``: both timed here, as :class:`sparsesvm.model.operator.DenseProducts` does) or of
+    its two implementations (CSR: scipy's, with the operator's CSR copy of ``Phi^T``, and the
+    operator's compiled ones where numba is installed; ``MulticlassOperator.prepare``)."""
     rng = np.random.default_rng(0) if rng is None else rng
     L, M = Phi.shape
     W = rng.standard_normal((M, K))
@@ -140,6 +141,12 @@ def product_floor(Phi, K, repeats=30, rng=None):
         PhiT = Phi.T.tocsr()
         forward = [lambda: Phi @ W]
         adjoint = [lambda: PhiT @ G]
+        op = h.MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
+        if op._csc:  # the compiled products (on [Phi 1]: one more row, the biases)
+            fwd, prod, indptr, indices, data = op._csc
+            X, S, V = np.vstack([W, np.ones((1, K))]), np.empty((L, K)), np.empty((M + 1, K))
+            forward.append(lambda: fwd(indptr, indices, data, X, S))
+            adjoint.append(lambda: prod(indptr, indices, data, G, V))
     else:
         prods, out = h.DenseProducts(Phi, K), np.empty((M, K))
         forward = [lambda t=t: prods.forward(W, t) for t in (False, True)]

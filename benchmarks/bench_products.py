@@ -27,8 +27,17 @@ own ``DenseProducts.tune_sparse`` (timed at a quarter density) takes it on this 
 Default shapes: MNIST scattering (M = 3969, K = 10) at E2/E4's and E5's training sizes,
 leukemia (M = 7129, K = 3) at E1's, and load_digits (M = 64, K = 10).
 
+Sparse ``Phi`` (numba installed; ``--news20`` and/or ``--csr-shapes``): scipy's two CSR
+products against the operator's compiled ones (``MulticlassOperator.prepare``;
+``sparsesvm.solvers._kernels.sparse_products``): ``[Phi 1] @ X`` at each of
+``--row-densities`` (``X`` zero in whole rows, as E3's l1,2 across classes leaves it) and
+``[Phi^T; 1^T] @ G``, and whether they agree to the bit. ``--news20 5 10 50``: E3's TF-IDF
+features of the first subset of that many documents per class (L = 100, 200, 1000; the
+features no document uses left out, as ``SparseSVC`` does; needs the mirror, ``--data``);
+``--csr-shapes LxMxK``: random CSR features at TF-IDF's density (0.6 %).
+
     python benchmarks/bench_products.py [--shapes 30x3969x10 5000x3969x10 ...]
-        [--repeats 5] [--densities 0.1 0.25 0.5] [--json out.json]
+        [--repeats 5] [--densities 0.1 0.25 0.5] [--news20 5 10 50] [--json out.json]
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import time
 
 import _harness as h  # one BLAS thread
 import numpy as np
+import scipy.sparse as sp
 
 SHAPES = ["30x3969x10", "50x3969x10", "100x3969x10", "500x3969x10", "1000x3969x10",
           "2000x3969x10", "5000x3969x10", "38x7129x3", "72x7129x3", "1257x64x10"]
@@ -132,6 +142,55 @@ def bench_sparse(L, M, K, densities, repeats, min_ms, seed=0):
                 tuned_max_density=prods.sparse_max_nnz / (M * K))
 
 
+def bench_csr(name, Phi, K, row_densities, repeats, min_ms, seed=0):
+    """scipy's CSR products against the operator's compiled ones, for a CSR ``Phi`` (L, M)."""
+    rng = np.random.default_rng(seed)
+    L, M = Phi.shape
+    op = h.MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
+    if not op._csc:
+        return None  # no numba, or too few weights for the compiled kernels
+    forward, product, indptr, indices, data = op._csc
+    Xs = {}
+    for d in row_densities:
+        X = rng.standard_normal((M + 1, K)) * (rng.random((M + 1, 1)) < d)
+        X[-1] = rng.standard_normal(K)
+        Xs[d] = X
+    G = rng.standard_normal((L, K))
+
+    def compiled_adjoint():
+        out = np.empty((M + 1, K))  # as T_adjoint: a new array per call
+        product(indptr, indices, data, G, out)
+        return out
+
+    calls = {"adjoint_scipy": lambda: op._PhiT1 @ G, "adjoint_compiled": compiled_adjoint}
+    for d, X in Xs.items():
+        calls[f"forward_scipy_{d}"] = lambda X=X: op._Phi1 @ X
+        calls[f"forward_compiled_{d}"] = lambda X=X: op.scores(X)
+    times = {n: [] for n in calls}
+    for _ in range(repeats):
+        for n, fn in calls.items():
+            times[n].append(per_call(fn, min_ms))
+    med = {n: 1e3 * float(np.median(t)) for n, t in times.items()}
+    bitwise = np.array_equal(np.asarray(op._PhiT1 @ G), compiled_adjoint()) and all(
+        np.array_equal(np.asarray(op._Phi1 @ X), op.scores(X)) for X in Xs.values())
+    return dict(name=name, L=L, M=M, K=K, nnz=int(Phi.nnz),
+                forward_ms={str(d): [med[f"forward_scipy_{d}"], med[f"forward_compiled_{d}"]]
+                            for d in row_densities},
+                adjoint_ms=[med["adjoint_scipy"], med["adjoint_compiled"]], bitwise=bool(bitwise))
+
+
+def csr_problems(args):
+    """``(name, Phi, K)`` for ``--news20`` and ``--csr-shapes``."""
+    for per_class in args.news20 or []:
+        Phi, _ = h.news20_tfidf(args.data, per_class)
+        used = np.unique(Phi.indices)  # as SparseSVC: the features no document uses left out
+        yield f"News20, {per_class} per class", Phi[:, used].tocsr(), 20
+    for text in args.csr_shapes or []:
+        L, M, K = parse_shape(text)
+        yield f"random CSR {text}", sp.random(L, M, density=0.006, format="csr",
+                                             random_state=0), K
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", nargs="+", default=SHAPES, help="LxMxK shapes")
@@ -141,6 +200,13 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--densities", type=float, nargs="*", default=[0.1, 0.25, 0.5],
                     help="densities of the sparse forward product's weights (none: skip it)")
+    ap.add_argument("--news20", type=int, nargs="*", default=[],
+                    help="sparse table on E3's News20 features, documents per class (e.g. 5 10 50)")
+    ap.add_argument("--csr-shapes", nargs="*", default=[],
+                    help="sparse table on random CSR features of these LxMxK shapes")
+    ap.add_argument("--row-densities", type=float, nargs="+", default=[1.0, 0.1, 0.01],
+                    help="fractions of non-zero rows of X in the sparse table's forward product")
+    h.add_data_argument(ap)
     h.add_output_argument(ap)
     args = ap.parse_args(argv)
     h.limit_blas(args.threads)
@@ -174,10 +240,32 @@ def main(argv=None):
                                for d in dens)
             print(f"| {row['L']} | {row['M']} | {row['K']} | {row['dense_ms']:.3f} | {cells} | "
                   f"{row['max_rel_difference']:.1e} | {row['tuned_max_density']:.2f} |", flush=True)
+    csr_rows = []
+    if args.news20 or args.csr_shapes:
+        rd = args.row_densities
+        print("\n| sparse Phi | L x M x K (nnz) | "
+              + " | ".join(f"[Phi 1] @ X, rows {d:g}: scipy / compiled (ms)" for d in rd)
+              + " | [Phi^T; 1^T] @ G: scipy / compiled (ms) | bitwise |")
+        print("|---|---|" + "---|" * len(rd) + "---|---|")
+        for name, Phi, K in csr_problems(args):
+            row = bench_csr(name, Phi, K, rd, args.repeats, args.min_ms)
+            if row is None:
+                print(f"| {name} | compiled products not set up (numba missing, or too few "
+                      "weights) |")
+                continue
+            csr_rows.append(row)
+            cells = " | ".join("{:.3f} / {:.3f} ({:.2f}x)".format(
+                *row["forward_ms"][str(d)], row["forward_ms"][str(d)][0] / row["forward_ms"][str(d)][1])
+                for d in rd)
+            a = row["adjoint_ms"]
+            print(f"| {name} | {row['L']} x {row['M']} x {row['K']} ({row['nnz']}) | {cells} | "
+                  f"{a[0]:.3f} / {a[1]:.3f} ({a[0] / a[1]:.2f}x) | "
+                  f"{'yes' if row['bitwise'] else 'no'} |", flush=True)
+    record = {"rows": rows, "sparse_rows": sparse_rows, "csr_rows": csr_rows}
     if args.json:
-        h.write_results(args.json, {"rows": rows, "sparse_rows": sparse_rows}, args)
+        h.write_results(args.json, record, args)
     else:
-        print(json.dumps({"rows": rows, "sparse_rows": sparse_rows}))
+        print(json.dumps(record))
 
 
 if __name__ == "__main__":

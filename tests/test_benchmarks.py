@@ -224,12 +224,13 @@ def test_bench_family_quick_writes_the_rows(tmp_path):
     assert "worst ratio" in proc.stdout
 
 
-def test_bench_products_times_both_orientations_and_the_sparse_product(tmp_path):
+def test_bench_products_times_both_orientations_and_the_sparse_products(tmp_path):
     pytest.importorskip("numba")
     out = tmp_path / "products.json"
     proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_products.py"), "--shapes",
                            "60x1000x10", "--repeats", "1", "--min-ms", "1", "--densities", "0.1",
-                           "0.5", "--json", str(out)], capture_output=True, text=True)
+                           "0.5", "--csr-shapes", "80x3000x5", "--row-densities", "1", "0.1",
+                           "--json", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads(out.read_text())
     (row,) = record["rows"]
@@ -239,6 +240,9 @@ def test_bench_products_times_both_orientations_and_the_sparse_product(tmp_path)
     assert sparse["actual_density"]["0.1"] < sparse["actual_density"]["0.5"]
     assert sparse["max_rel_difference"] < 1e-12 and sparse["tuned_max_density"] >= 0
     assert "sparse at 0.1" in proc.stdout
+    (csr,) = record["csr_rows"]  # sparse Phi: scipy's products against the compiled ones
+    assert (csr["L"], csr["M"], csr["K"]) == (80, 3000, 5) and csr["bitwise"]
+    assert set(csr["forward_ms"]) == {"1.0", "0.1"} and min(csr["adjoint_ms"]) > 0
 
 
 def test_bench_iteration_times_the_steady_iterations_against_the_fastest_products(tmp_path):

@@ -376,22 +376,25 @@ def test_no_sparse_product_without_the_kernel(monkeypatch):
     assert prods._PhiT is None  # no copy of Phi^T kept
 
 
-def test_sparse_forward_product_does_not_change_a_fit():
-    """A paper fit whose forward products skip the zero weights, against one with BLAS':
-    the same iterates to rounding."""
+@pytest.mark.parametrize("method", ["hinge-reg", "logit"])
+def test_sparse_forward_product_does_not_change_a_fit(method):
+    """A paper fit (or logit's forward-backward) whose forward products skip the zero
+    weights, against one with BLAS': the same iterates to rounding."""
     pytest.importorskip("numba")
     from sparsesvm.model.penalties import make_penalty
-    from sparsesvm.solvers import hinge_reg
+    from sparsesvm.solvers import hinge_reg, logit
 
     Phi, y = make_problem(40, 300, 4, seed=3)
     pen = make_penalty("l1inf", 5, 300, 4)
+    fit = {"hinge-reg": lambda op: hinge_reg(op, pen, 10.0, tol=0.0, max_iter=300),
+           "logit": lambda op: logit(op, pen, 0.3, tol=0.0, max_iter=300)}[method]
     results = []
     for limit in (0, 10**9):
         op = MulticlassOperator(Phi, y, 4)
         op._products.transposed = {"forward": False, "adjoint": False}
         op._products.sparse_max_nnz = limit  # never / always the sparse product
-        results.append(hinge_reg(op, pen, 10.0, tol=0.0, max_iter=300))
-        assert op._products.skip_zero_weights  # the primal-dual loop asks for it
+        results.append(fit(op))
+        assert op._products.skip_zero_weights  # these loops ask for it
     assert 0 < np.count_nonzero(results[1].X[:-1]) < results[1].X[:-1].size
     np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
 
@@ -416,9 +419,11 @@ def test_no_timing_with_sparsesvm_tune_0(monkeypatch):
     assert prods.timings == {} and prods.sparse_max_nnz == 0
 
 
-def test_only_the_primal_dual_solvers_skip_zero_weights():
+def test_only_the_loops_without_momentum_skip_zero_weights():
+    """The primal-dual loops and forward-backward skip zero weights; FISTA (square, logit's
+    "fista" scheme) keeps BLAS' product (its restarts are discrete decisions)."""
     from sparsesvm.model.penalties import make_penalty
-    from sparsesvm.solvers import hinge_reg, square
+    from sparsesvm.solvers import hinge_reg, logit, square
 
     Phi, y = make_problem(40, 300, 4, seed=3)
     pen = make_penalty("l1inf", 5, 300, 4)
@@ -426,6 +431,10 @@ def test_only_the_primal_dual_solvers_skip_zero_weights():
     hinge_reg(op, pen, 10.0, tol=0.0, max_iter=5)
     assert op._products.skip_zero_weights
     square(op, pen, 10.0, tol=0.0, max_iter=5)
+    assert not op._products.skip_zero_weights
+    logit(op, pen, 10.0, tol=0.0, max_iter=5)
+    assert op._products.skip_zero_weights
+    logit(op, pen, 10.0, tol=0.0, max_iter=5, scheme="fista")
     assert not op._products.skip_zero_weights
     assert op.prepare(skip_zero_weights=True)._products.skip_zero_weights
     assert not op.prepare()._products.skip_zero_weights
@@ -456,6 +465,85 @@ def test_prepare_tunes_dense_products_only():
     sparse = MulticlassOperator(sp.random(60, 1000, density=0.1, format="csr", random_state=0),
                                 y, 10)
     assert sparse._products is None and sparse.prepare() is sparse
+
+
+# --------------------------------------------------------------------------- sparse Phi: compiled products
+
+@pytest.mark.parametrize("row_density", [1.0, 0.3, 0.0])
+def test_compiled_sparse_products_are_scipys_to_the_bit(row_density):
+    """[Phi 1] @ X by the columns of [Phi 1], skipping the zero rows of X, and [Phi^T; 1^T] @ G
+    by its rows: scipy's sums, bitwise (and against explicit dense products)."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    L, M, K = 70, 900, 12
+    Phi = sp.random(L, M, density=0.05, format="csr", random_state=1)
+    y = rng.integers(0, K, L)
+    X = rng.standard_normal((M + 1, K)) * (rng.random((M + 1, 1)) < row_density)
+    X[3, 5] = 2.0  # a row with one non-zero entry
+    X[7] = -0.0  # negative zeros: a zero row too
+    X[-1] = rng.standard_normal(K)  # the biases
+    op = MulticlassOperator(Phi, y, K)
+    plain = op.scores(X)
+    Y = rng.standard_normal((L, K))
+    plain_adjoint = op.T_adjoint(Y)
+    assert not op._csc  # before prepare: scipy's products
+    assert op.prepare() is op and op._csc
+    S = op.scores(X)
+    assert S.shape == (L, K) and S.flags.c_contiguous
+    np.testing.assert_array_equal(S, plain)
+    np.testing.assert_array_equal(op.T(X), np.asarray(op._Phi1 @ X) - np.asarray(
+        op._Phi1 @ X)[np.arange(L), y][:, None])
+    np.testing.assert_allclose(S, Phi.toarray() @ X[:-1] + X[-1], rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(op.scores(np.asfortranarray(X)), plain)  # any memory order
+    V = op.T_adjoint(Y)
+    assert V.shape == (M + 1, K) and V.flags.c_contiguous
+    np.testing.assert_array_equal(V, plain_adjoint)
+    # (an F-ordered Y: numpy sums its rows in another order, so only to rounding)
+    np.testing.assert_allclose(op.T_adjoint(np.asfortranarray(Y)), V, rtol=1e-14, atol=1e-14)
+    G = Y.copy()
+    G[np.arange(L), y] -= Y.sum(axis=1)
+    np.testing.assert_allclose(V, np.vstack([Phi.toarray().T @ G, G.sum(axis=0)]), rtol=1e-13,
+                               atol=1e-13)
+
+
+def test_compiled_sparse_products_only_with_the_kernels(monkeypatch):
+    Phi = sp.random(20, 50, density=0.2, format="csr", random_state=0)
+    y = np.arange(20) % 3
+    small = MulticlassOperator(Phi, y, 3).prepare()  # below the kernels' size: scipy
+    assert small._csc is False
+    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    from sparsesvm.solvers import _kernels
+
+    monkeypatch.setattr(_kernels, "_kernel", None)
+    monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
+    assert MulticlassOperator(Phi, y, 3).prepare()._csc is False
+    # float32 products keep their own (scipy) product
+    assert MulticlassOperator(Phi, y, 3, dtype=np.float32).prepare()._csc is None
+
+
+def test_compiled_sparse_products_do_not_change_a_fit():
+    """Every solver on the operator of a sparse Phi: the same iterates as with scipy's
+    products, to the bit."""
+    pytest.importorskip("numba")
+    from sparsesvm.model.penalties import make_penalty
+    from sparsesvm.solvers import hinge_con, hinge_lin, hinge_reg, logit, square
+
+    Phi, y = make_problem(60, 2500, 5, seed=2, density=0.03)
+    pen = make_penalty("l12", "features", 2500, 5)
+    fits = [lambda op: hinge_reg(op, pen, 3.0, tol=0.0, max_iter=200),
+            lambda op: hinge_con(op, pen, 10.0, tol=0.0, max_iter=200),
+            lambda op: hinge_lin(op, pen, 10.0, tol=0.0, max_iter=200),
+            lambda op: square(op, pen, 1.0, tol=0.0, max_iter=200),
+            lambda op: logit(op, pen, 1.0, tol=0.0, max_iter=200)]
+    for fit in fits:
+        op = MulticlassOperator(Phi, y, 5)
+        with_kernel = fit(op)
+        assert op._csc  # the compiled product was in use
+        op = MulticlassOperator(Phi, y, 5)
+        op._csc = False  # prepare keeps it: scipy's product
+        plain = fit(op)
+        assert 0 < np.count_nonzero(plain.X[:-1]) < plain.X[:-1].size
+        np.testing.assert_array_equal(with_kernel.X, plain.X)
 
 
 # --------------------------------------------------------------------------- unused features

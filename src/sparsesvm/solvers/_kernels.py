@@ -216,3 +216,18 @@ def sparse_forward():
     BLAS' dense one for the weights' sparsity."""
     kernels = _load()
     return None if kernels is None else kernels.sparse_forward
+
+
+def sparse_products():
+    """The compiled products with a sparse ``Phi``, ``(csc_forward, csr_product)``, or None
+    when the kernels are unavailable.
+
+    Both take uint64 ``indptr`` and ``indices``, float64 ``data`` (the CSR arrays of
+    ``[Phi^T; 1^T]``, i.e. the compressed columns of ``[Phi 1]``) and float64 C-contiguous
+    dense arrays: ``csc_forward(indptr, indices, data, X, out)`` writes ``[Phi 1] @ X``
+    skipping the zero rows of ``X``, ``csr_product(indptr, indices, data, G, out)`` writes
+    ``[Phi^T; 1^T] @ G``. :class:`sparsesvm.model.operator.MulticlassOperator` uses them
+    once prepared: scipy's sums to the bit, in less time.
+    """
+    kernels = _load()
+    return None if kernels is None else (kernels.csc_forward, kernels.csr_product)

@@ -42,6 +42,7 @@ from ._loop import (
     DEFAULT_STEP_RATIO,
     Clock,
     GapCheck,
+    RelChange,
     SolverResult,
     Trace,
     check_common,
@@ -174,31 +175,42 @@ class _ForwardStep:
     """The forward-backward step of FISTA and forward-backward, and its stopping measure.
 
     ``Xn = prox_{step g}(V - step * lam * T^T P)`` (``P`` the loss's derivative
-    at ``T V``), ``D = Xn - X`` and ``||D||_F / ||Xn||_F``. On problems with at
+    at ``T V``) and ``||Xn - X||_F / ||Xn||_F``. On problems with at
     least :data:`sparsesvm.solvers._kernels.MIN_SIZE` parameters and numba
     installed the shift and the prox are one compiled pass (the primal step of
     Algorithms 1-2, :func:`sparsesvm.solvers._kernels.fused_step`); otherwise numpy.
     ``step`` is set once the clock runs (it needs ``||T||``), as
     :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
+
+    FISTA (``momentum=True``) needs ``D = Xn - X``; forward-backward
+    (``momentum=False``, ``V = X``) takes the measure from the compiled pass's
+    two inner products (:class:`~sparsesvm.solvers._loop.RelChange`) and forms no
+    difference (``D`` is None).
     """
 
-    def __init__(self, op, penalty, lam):
+    def __init__(self, op, penalty, lam, momentum=True):
         self.op, self.penalty, self.lam, self.step = op, penalty, lam, None
+        self.momentum = momentum
         # compiles or loads the kernel (call before the clock starts)
         self.fused = _kernels.fused_step(penalty, (op.n_features + 1) * op.n_classes)
+        self.measure = None if momentum else RelChange(np.zeros(1))
 
     def __call__(self, V, X, P):
         """``(Xn, D, rel)`` from the extrapolated point V, the iterate X and ``P`` (L, K)."""
         if self.fused is not None:
             P *= self.lam
             Xn = np.ascontiguousarray(self.op.T_adjoint(P))
-            nn, _ = self.fused(V, Xn, self.step, Xn)  # ||Xn||^2 from the same pass
+            nn, cross = self.fused(V, Xn, self.step, Xn)  # ||Xn||^2, <Xn, V> from the same pass
+            if not self.momentum:  # V is X: ||Xn - X||^2 from the two inner products
+                return Xn, None, self.measure.from_products(nn, cross, Xn, X)
             D = Xn - X
             return Xn, D, float(np.sqrt(np.vdot(D, D) / nn)) if nn > 0 else np.inf
         G = self.op.T_adjoint(P)
         G *= -self.step * self.lam
         G += V
         Xn = self.penalty.prox(G, self.step, check_input=False)
+        if not self.momentum:
+            return Xn, None, self.measure(Xn, X)
         D = Xn - X
         nrm = np.linalg.norm(Xn)
         return Xn, D, float(np.linalg.norm(D) / nrm) if nrm > 0 else np.inf
@@ -232,10 +244,13 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
         return penalty.value(X) + lam * loss_fn(exact.T(X), R)
 
     gap = GapCheck(lambda X: _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X))
-    forward = _ForwardStep(op, penalty, lam)  # compiles or loads the kernel: before the clock
-    # the dense products' BLAS orientations: before the clock too; BLAS' dense product
-    # (the restarts are discrete decisions that last-bit differences can move)
-    op.prepare(skip_zero_weights=False)
+    fista = scheme == "fista"
+    # compiles or loads the kernel: before the clock
+    forward = _ForwardStep(op, penalty, lam, momentum=fista)
+    # the dense products' BLAS orientations: before the clock too. FISTA keeps BLAS' dense
+    # product (its restarts are discrete decisions that last-bit differences can move);
+    # forward-backward's T V is a prox output, whose zero weights the product may skip
+    op.prepare(skip_zero_weights=not fista)
     clock = Clock()
     forward.step = 1.0 / (curvature * lam * op.norm() ** 2)
     X = np.zeros((op.n_features + 1, op.n_classes))
@@ -247,7 +262,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     it = 0
     for it in range(1, int(max_iter) + 1):
         Xn, D, rel = forward(V, X, dual_fn(TV, R))
-        if scheme == "fista":
+        if fista:
             # adaptive restart (O'Donoghue & Candes): momentum against the step
             if np.vdot(V - Xn, D) > 0:
                 t = 1.0
