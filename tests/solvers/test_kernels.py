@@ -300,3 +300,19 @@ def test_epigraph_step_only_where_it_applies(monkeypatch):
     monkeypatch.setattr(_kernels, "_kernel", None)
     monkeypatch.setenv("SPARSESVM_NUMBA", "0")
     assert _kernels.epigraph_step(10**9) is None
+
+
+# --------------------------------------------------------------------------- the count of non-zeros
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (3969, 10), (0, 4)])
+def test_nonzero_count_is_numpys(shape):
+    count = _kernels.nonzero_count()
+    if count is None:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(shape[0])
+    W = rng.standard_normal(shape) * (rng.random(shape) < 0.3)
+    flat = W.reshape(-1)
+    specials = [-0.0, np.nan, np.inf, -np.inf, 5e-324, -5e-324, 0.0]
+    flat[: len(specials)] = specials[: flat.size]
+    assert count(W) == np.count_nonzero(W)
+    assert count(np.zeros(shape)) == 0 and count(-np.zeros(shape)) == 0

@@ -78,10 +78,13 @@ class DenseProducts:
     enough non-zeros for it to beat the faster BLAS orientation (its time grows about in
     proportion to the non-zeros: ``sparse_max_nnz``, with a 10 % margin). Its sums run in
     another order than BLAS': results differ from the dense product's in the last bits.
-    The primal-dual solvers set it (:meth:`MulticlassOperator.prepare`), whose iterates
-    such differences leave where they are; FISTA's adaptive restarts are discrete
-    decisions that they can move (README, "The library on its own"), so the smooth
-    baselines keep BLAS' product.
+    The primal-dual solvers and logit's forward-backward set it
+    (:meth:`MulticlassOperator.prepare`), whose iterates such differences leave where they
+    are; FISTA's adaptive restarts are discrete decisions that they can move (README, "The
+    library on its own"), so FISTA (square, logit's ``scheme="fista"``) keeps BLAS' product.
+    The count of non-zeros that decides, in every product, is compiled too
+    (:func:`sparsesvm.solvers._kernels.nonzero_count`: numpy's count of a float64 array is
+    slow next to the product it chooses at E2's L = 30; README, "The library on its own").
 
     Parameters
     ----------
@@ -113,6 +116,7 @@ class DenseProducts:
         self.skip_zero_weights = False
         self._PhiT = None  # row-major Phi^T and the compiled kernel of forward_sparse
         self._sparse_kernel = None
+        self._count = np.count_nonzero  # the compiled count once tune_sparse loads the kernels
 
     def tune(self):
         """Choose each product's orientation (timed once; a no-op afterwards).
@@ -168,6 +172,7 @@ class DenseProducts:
         kernel = self._sparse_kernel = _kernels.sparse_forward()
         if kernel is None:
             return
+        self._count = _kernels.nonzero_count()
         rng = np.random.default_rng(1)
         M, K = self.Phi.shape[1], self.n_classes
         dense_seconds = min(self.timings["forward"].values())
@@ -212,7 +217,7 @@ class DenseProducts:
         if transposed is None:
             transposed = self.tune()["forward"]
             if (self.skip_zero_weights and self.sparse_max_nnz
-                    and np.count_nonzero(W) <= self.sparse_max_nnz):
+                    and self._count(np.ascontiguousarray(W, dtype=np.float64)) <= self.sparse_max_nnz):
                 return self.forward_sparse(W)
         if not transposed:
             return self.Phi @ W

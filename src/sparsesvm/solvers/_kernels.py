@@ -218,6 +218,14 @@ def sparse_forward():
     return None if kernels is None else kernels.sparse_forward
 
 
+def nonzero_count():
+    """The compiled ``nonzero_count(W)`` (``np.count_nonzero`` of a float64 C-contiguous 2-D
+    array, faster), or None when the kernels are unavailable. Used by
+    :class:`sparsesvm.model.operator.DenseProducts` to choose its product in every iteration."""
+    kernels = _load()
+    return None if kernels is None else kernels.nonzero_count
+
+
 def sparse_products():
     """The compiled products with a sparse ``Phi``, ``(csc_forward, csr_product)``, or None
     when the kernels are unavailable.

@@ -358,6 +358,19 @@ def sparse_forward(PhiT, W, outT):
                     o[ok + i] += c * p[pj + i]
 
 
+
+@njit(types.int64(_C2))
+def nonzero_count(W):
+    """``np.count_nonzero(W)`` for a float64 C-contiguous ``W``, on the bits (an integer
+    loop that vectorises; -0.0 counts as zero, NaN as non-zero, as in numpy), faster than
+    numpy's own count on float64 (README, "The library on its own")."""
+    b = W.ravel().view(np.uint64)
+    one = np.uint64(1)
+    c = 0
+    for i in range(b.size):
+        c += (b[i] << one) != 0
+    return c
+
 _U1 = types.uint64[::1]
 _CSC_SIGNATURE = types.void(_U1, _U1, _C1, _C2, _C2)
 
