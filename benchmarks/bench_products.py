@@ -31,7 +31,8 @@ Sparse ``Phi`` (numba installed; ``--news20`` and/or ``--csr-shapes``): scipy's 
 products against the operator's compiled ones (``MulticlassOperator.prepare``;
 ``sparsesvm.solvers._kernels.sparse_products``): ``[Phi 1] @ X`` at each of
 ``--row-densities`` (``X`` zero in whole rows, as E3's l1,2 across classes leaves it) and
-``[Phi^T; 1^T] @ G``, and whether they agree to the bit. ``--news20 5 10 50``: E3's TF-IDF
+``[Phi^T; 1^T] @ G``, whether they agree to the bit, and which of the compiled ones the
+operator's own timed choice took in this process. ``--news20 5 10 50``: E3's TF-IDF
 features of the first subset of that many documents per class (L = 100, 200, 1000; the
 features no document uses left out, as ``SparseSVC`` does; needs the mirror, ``--data``);
 ``--csr-shapes LxMxK``: random CSR features at TF-IDF's density (0.6 %).
@@ -162,21 +163,27 @@ def bench_csr(name, Phi, K, row_densities, repeats, min_ms, seed=0):
         product(indptr, indices, data, G, out)
         return out
 
+    def compiled_forward(X):
+        out = np.empty((L, K))  # as scores: a new array per call
+        forward(indptr, indices, data, X, out)
+        return out
+
     calls = {"adjoint_scipy": lambda: op._PhiT1 @ G, "adjoint_compiled": compiled_adjoint}
     for d, X in Xs.items():
         calls[f"forward_scipy_{d}"] = lambda X=X: op._Phi1 @ X
-        calls[f"forward_compiled_{d}"] = lambda X=X: op.scores(X)
+        calls[f"forward_compiled_{d}"] = lambda X=X: compiled_forward(X)
     times = {n: [] for n in calls}
     for _ in range(repeats):
         for n, fn in calls.items():
             times[n].append(per_call(fn, min_ms))
     med = {n: 1e3 * float(np.median(t)) for n, t in times.items()}
     bitwise = np.array_equal(np.asarray(op._PhiT1 @ G), compiled_adjoint()) and all(
-        np.array_equal(np.asarray(op._Phi1 @ X), op.scores(X)) for X in Xs.values())
+        np.array_equal(np.asarray(op._Phi1 @ X), compiled_forward(X)) for X in Xs.values())
     return dict(name=name, L=L, M=M, K=K, nnz=int(Phi.nnz),
                 forward_ms={str(d): [med[f"forward_scipy_{d}"], med[f"forward_compiled_{d}"]]
                             for d in row_densities},
-                adjoint_ms=[med["adjoint_scipy"], med["adjoint_compiled"]], bitwise=bool(bitwise))
+                adjoint_ms=[med["adjoint_scipy"], med["adjoint_compiled"]], bitwise=bool(bitwise),
+                chosen=dict(op._csc_use))
 
 
 def csr_problems(args):
@@ -191,9 +198,15 @@ def csr_problems(args):
                                              random_state=0), K
 
 
+def print_header(columns, blank_line=True):
+    """A markdown table's header row and separator (after a blank line)."""
+    print(("\n" if blank_line else "") + "| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", nargs="+", default=SHAPES, help="LxMxK shapes")
+    ap.add_argument("--shapes", nargs="*", default=SHAPES, help="LxMxK shapes (none: skip the dense tables)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs of each product")
     ap.add_argument("--min-ms", type=float, default=50.0,
                     help="milliseconds of CPU per timed run (calls are repeated to fill it)")
@@ -211,9 +224,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     h.limit_blas(args.threads)
     rows = []
-    print("| L | M | K | forward: direct / transposed (ms) | speedup | adjoint: direct / "
-          "transposed (ms) | speedup | bitwise |")
-    print("|---|---|---|---|---|---|---|---|")
+    if args.shapes:
+        print_header(["L", "M", "K", "forward: direct / transposed (ms)", "speedup",
+                      "adjoint: direct / transposed (ms)", "speedup", "bitwise"], blank_line=False)
     for text in args.shapes:
         row = bench_shape(*parse_shape(text), args.repeats, args.min_ms)
         rows.append(row)
@@ -223,12 +236,11 @@ def main(argv=None):
               f"{'yes' if row['forward_bitwise'] and row['adjoint_bitwise'] else 'no'} |",
               flush=True)
     sparse_rows = []
-    if args.densities:
+    if args.densities and args.shapes:
         dens = args.densities
-        print("\n| L | M | K | dense, faster orientation (ms) | "
-              + " | ".join(f"sparse at {d:g} (ms)" for d in dens)
-              + " | max rel. difference | tuned: sparse below density |")
-        print("|---|---|---|---|" + "---|" * len(dens) + "---|---|")
+        print_header(["L", "M", "K", "dense, faster orientation (ms)"]
+                     + [f"sparse at {d:g} (ms)" for d in dens]
+                     + ["max rel. difference", "tuned: sparse below density"])
         for text in args.shapes:
             row = bench_sparse(*parse_shape(text), dens, args.repeats, args.min_ms)
             if row is None:
@@ -243,10 +255,10 @@ def main(argv=None):
     csr_rows = []
     if args.news20 or args.csr_shapes:
         rd = args.row_densities
-        print("\n| sparse Phi | L x M x K (nnz) | "
-              + " | ".join(f"[Phi 1] @ X, rows {d:g}: scipy / compiled (ms)" for d in rd)
-              + " | [Phi^T; 1^T] @ G: scipy / compiled (ms) | bitwise |")
-        print("|---|---|" + "---|" * len(rd) + "---|---|")
+        print_header(["sparse Phi", "L x M x K (nnz)"]
+                     + [f"[Phi 1] @ X, rows {d:g}: scipy / compiled (ms)" for d in rd]
+                     + ["[Phi^T; 1^T] @ G: scipy / compiled (ms)", "bitwise",
+                        "prepare() took the compiled"])
         for name, Phi, K in csr_problems(args):
             row = bench_csr(name, Phi, K, rd, args.repeats, args.min_ms)
             if row is None:
@@ -260,7 +272,8 @@ def main(argv=None):
             a = row["adjoint_ms"]
             print(f"| {name} | {row['L']} x {row['M']} x {row['K']} ({row['nnz']}) | {cells} | "
                   f"{a[0]:.3f} / {a[1]:.3f} ({a[0] / a[1]:.2f}x) | "
-                  f"{'yes' if row['bitwise'] else 'no'} |", flush=True)
+                  f"{'yes' if row['bitwise'] else 'no'} | "
+                  f"{', '.join(n for n, v in row['chosen'].items() if v) or 'neither'} |", flush=True)
     record = {"rows": rows, "sparse_rows": sparse_rows, "csr_rows": csr_rows}
     if args.json:
         h.write_results(args.json, record, args)

@@ -243,6 +243,7 @@ def test_bench_products_times_both_orientations_and_the_sparse_products(tmp_path
     (csr,) = record["csr_rows"]  # sparse Phi: scipy's products against the compiled ones
     assert (csr["L"], csr["M"], csr["K"]) == (80, 3000, 5) and csr["bitwise"]
     assert set(csr["forward_ms"]) == {"1.0", "0.1"} and min(csr["adjoint_ms"]) > 0
+    assert set(csr["chosen"]) == {"forward", "adjoint"}
 
 
 def test_bench_iteration_times_the_steady_iterations_against_the_fastest_products(tmp_path):

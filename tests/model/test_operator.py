@@ -488,6 +488,8 @@ def test_compiled_sparse_products_are_scipys_to_the_bit(row_density):
     plain_adjoint = op.T_adjoint(Y)
     assert not op._csc  # before prepare: scipy's products
     assert op.prepare() is op and op._csc
+    assert set(op.sparse_timings) == {"forward", "adjoint"}  # each timed against scipy's
+    op._csc_use = {"forward": True, "adjoint": True}  # whatever the timings chose
     S = op.scores(X)
     assert S.shape == (L, K) and S.flags.c_contiguous
     np.testing.assert_array_equal(S, plain)
@@ -510,15 +512,38 @@ def test_compiled_sparse_products_only_with_the_kernels(monkeypatch):
     Phi = sp.random(20, 50, density=0.2, format="csr", random_state=0)
     y = np.arange(20) % 3
     small = MulticlassOperator(Phi, y, 3).prepare()  # below the kernels' size: scipy
-    assert small._csc is False
-    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    assert small._csc is False and not any(small._csc_use.values())
     from sparsesvm.solvers import _kernels
 
-    monkeypatch.setattr(_kernels, "_kernel", None)
     monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
+    monkeypatch.setenv("SPARSESVM_TUNE", "0")  # nothing timed: scipy's
+    assert MulticlassOperator(Phi, y, 3).prepare()._csc is False
+    monkeypatch.delenv("SPARSESVM_TUNE")
+    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    monkeypatch.setattr(_kernels, "_kernel", None)
     assert MulticlassOperator(Phi, y, 3).prepare()._csc is False
     # float32 products keep their own (scipy) product
     assert MulticlassOperator(Phi, y, 3, dtype=np.float32).prepare()._csc is None
+
+
+def test_sparse_products_take_the_faster_by_their_timings(monkeypatch):
+    """prepare() keeps, for each product, whichever of scipy's and the compiled one it timed
+    faster; both give the same bits."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(2)
+    Phi = sp.random(40, 3000, density=0.02, format="csr", random_state=3)
+    y = np.arange(40) % 4
+    # forward: scipy 2 s, compiled 1 s; adjoint: scipy 1 s, compiled 2 s (three calls each)
+    fake = iter([2.0] * 3 + [1.0] * 3 + [1.0] * 3 + [2.0] * 3)
+    monkeypatch.setattr("sparsesvm.model.operator._seconds", lambda fn: (fn(), next(fake))[1])
+    op = MulticlassOperator(Phi, y, 4).prepare()
+    assert op._csc_use == {"forward": True, "adjoint": False}
+    assert op.sparse_timings["forward"] == {"scipy": 2.0, "compiled": 1.0}
+    X = rng.standard_normal((3001, 4)) * (rng.random((3001, 1)) < 0.3)
+    Y = rng.standard_normal((40, 4))
+    plain = MulticlassOperator(Phi, y, 4)
+    np.testing.assert_array_equal(op.T(X), plain.T(X))
+    np.testing.assert_array_equal(op.T_adjoint(Y), plain.T_adjoint(Y))
 
 
 def test_compiled_sparse_products_do_not_change_a_fit():
@@ -536,9 +561,11 @@ def test_compiled_sparse_products_do_not_change_a_fit():
             lambda op: square(op, pen, 1.0, tol=0.0, max_iter=200),
             lambda op: logit(op, pen, 1.0, tol=0.0, max_iter=200)]
     for fit in fits:
-        op = MulticlassOperator(Phi, y, 5)
+        op = MulticlassOperator(Phi, y, 5).prepare()
+        assert op._csc
+        op._csc_use = {"forward": True, "adjoint": True}  # whatever the timings chose
         with_kernel = fit(op)
-        assert op._csc  # the compiled product was in use
+        assert all(op._csc_use.values())  # the fit's own prepare() keeps the choice
         op = MulticlassOperator(Phi, y, 5)
         op._csc = False  # prepare keeps it: scipy's product
         plain = fit(op)

@@ -504,8 +504,11 @@ class MulticlassOperator:
             self._Phi1 = self._PhiT1 = None
         self._products = None if self._sparse else DenseProducts(Phi, K)
         # sparse Phi, once prepared: the compiled products (kernels and the CSR arrays of
-        # _PhiT1, i.e. the compressed columns of [Phi 1]); False: scipy's
+        # _PhiT1, i.e. the compressed columns of [Phi 1]; False: none), and which of them
+        # beat scipy's ({"forward": bool, "adjoint": bool}) with the timings
         self._csc = None
+        self._csc_use = {"forward": False, "adjoint": False}
+        self.sparse_timings = {}
         self._norm_parent = None  # restrict_features: the operator whose norm this one shares
         self.y_idx = y
         self.n_samples = L
@@ -596,9 +599,12 @@ class MulticlassOperator:
         products, numba installed, at least :data:`sparsesvm.solvers._kernels.MIN_SIZE`
         weights), loads the compiled products (:func:`sparsesvm.solvers._kernels.sparse_products`):
         ``[Phi 1] @ X`` by the columns of ``[Phi 1]``, skipping the rows of ``X`` that are 0,
-        and ``[Phi^T; 1^T] @ G`` by its rows, both with scipy's sums to the bit (nothing
-        timed: on News20's shapes both are faster than scipy's products, the first far
-        faster on sparse weights; README, "The library on its own").
+        and ``[Phi^T; 1^T] @ G`` by its rows, both with scipy's sums to the bit, and times
+        each against scipy's once (the scores with a quarter of the rows of ``X`` non-zero,
+        :data:`SPARSE_TUNE_DENSITY`), keeping the faster (``sparse_timings``): faster on
+        News20's shapes, slower where features have one or two stored entries each or K is
+        small (README, "The library on its own"). Either gives the same bits, so the choice
+        changes only the time. ``SPARSESVM_TUNE=0``: scipy's, nothing timed.
 
         Parameters
         ----------
@@ -622,13 +628,35 @@ class MulticlassOperator:
             from ..solvers import _kernels  # the compiled kernels (numba optional)
 
             kernels = None
-            if (self.n_features + 1) * self.n_classes >= _kernels.MIN_SIZE:
+            if (self.n_features + 1) * self.n_classes >= _kernels.MIN_SIZE and _tuning():
                 kernels = _kernels.sparse_products()
             A = self._PhiT1  # rows: the columns of [Phi 1]
             self._csc = False if kernels is None else (
                 *kernels, A.indptr.astype(np.uint64), A.indices.astype(np.uint64),
                 np.ascontiguousarray(A.data, dtype=np.float64))
+            if self._csc:
+                self._tune_csc()
         return self
+
+    def _tune_csc(self):
+        """Time the compiled sparse products against scipy's; set ``_csc_use``."""
+        rng = np.random.default_rng(0)
+        M1, K, L = self.n_features + 1, self.n_classes, self.n_samples
+        forward, product, indptr, indices, data = self._csc
+        X = rng.standard_normal((M1, K)) * (rng.random((M1, 1)) < SPARSE_TUNE_DENSITY)
+        G = rng.standard_normal((L, K))
+        S, V = np.empty((L, K)), np.empty((M1, K))
+        calls = {"forward": (lambda: self._Phi1 @ X, lambda: forward(indptr, indices, data, X, S)),
+                 "adjoint": (lambda: self._PhiT1 @ G, lambda: product(indptr, indices, data, G, V))}
+        use, timings = {}, {}
+        for name, (scipy_call, compiled_call) in calls.items():
+            seconds = []
+            for call in (scipy_call, compiled_call):
+                call()  # not timed: first touch, the kernel's first call
+                seconds.append(min(_seconds(call) for _ in range(3)))
+            timings[name] = {"scipy": seconds[0], "compiled": seconds[1]}
+            use[name] = bool(seconds[1] < seconds[0])
+        self._csc_use, self.sparse_timings = use, timings
 
     def double(self):
         """The same operator with float64 products (``self`` when ``dtype`` is float64).
@@ -667,7 +695,7 @@ class MulticlassOperator:
             S += X[-1]
             return S
         if self._sparse:
-            if self._csc:
+            if self._csc_use["forward"]:
                 forward, _, indptr, indices, data = self._csc
                 S = np.empty((self.n_samples, self.n_classes))
                 forward(indptr, indices, data, np.ascontiguousarray(X), S)
@@ -714,7 +742,7 @@ class MulticlassOperator:
             G32 = G.astype(np.float32)  # rounded once per product
             out[:-1] = self._PhiT32 @ G32 if self._sparse else self._Phi32.T @ G32
         elif self._sparse:
-            if self._csc:
+            if self._csc_use["adjoint"]:
                 _, product, indptr, indices, data = self._csc
                 product(indptr, indices, data, G, out)
                 return out
