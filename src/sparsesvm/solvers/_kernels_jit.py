@@ -98,9 +98,9 @@ def step(X, V, tau, b, kind, out):
     the compiler vectorises: the shifted point, the groups' sums (one row of K
     sums per block; for l1,inf their maxima too, in the same loop across the K
     groups rather than a chain of maxima in each group's gather), their scales
-    or clip levels, the prox of every entry, the two inner products. Indices are unsigned (numba then drops its
-    negative-index test from every access) and no array view is made per row
-    (each view costs a reference count). Same results as one pass per block with
+    or clip levels, the prox of every entry, the two inner products. Indices are
+    unsigned (numba then drops its negative-index test from every access) and no
+    array view is made per row (each view costs a reference count). Same results as one pass per block with
     signed indices, in less time at E2's shapes (README, "One iteration's cost").
     """
     K = np.uint64(X.shape[1])
@@ -358,7 +358,6 @@ def sparse_forward(PhiT, W, outT):
                     o[ok + i] += c * p[pj + i]
 
 
-
 @njit(types.int64(_C2))
 def nonzero_count(W):
     """``np.count_nonzero(W)`` for a float64 C-contiguous ``W``, on the bits (an integer
@@ -370,6 +369,7 @@ def nonzero_count(W):
     for i in range(b.size):
         c += (b[i] << one) != 0
     return c
+
 
 _U1 = types.uint64[::1]
 _CSC_SIGNATURE = types.void(_U1, _U1, _C1, _C2, _C2)
