@@ -142,8 +142,7 @@ class DenseProducts:
         for name, call in calls.items():
             seconds = {}
             for transposed in (False, True):
-                call(transposed)  # not timed: first-touch of the buffers, BLAS set-up
-                seconds[transposed] = min(_seconds(call, transposed) for _ in range(3))
+                seconds[transposed] = _least_seconds(call, transposed)
             self.timings[name] = {"direct": seconds[False], "transposed": seconds[True]}
             choice[name] = bool(seconds[True] < seconds[False])
         self.transposed = choice
@@ -183,8 +182,7 @@ class DenseProducts:
         mask = np.broadcast_to(runs, (runs.shape[0], _SPARSE_TUNE_RUN, K)).reshape(-1, K)[:M]
         Ws = np.ascontiguousarray(rng.standard_normal((M, K)) * mask)
         outT = np.empty((K, self.Phi.shape[0]))
-        kernel(self._PhiT, Ws, outT)  # not timed
-        seconds = min(_seconds(kernel, self._PhiT, Ws, outT) for _ in range(5))
+        seconds = _least_seconds(kernel, self._PhiT, Ws, outT, repeats=5)
         nnz = np.count_nonzero(Ws)
         self.sparse_max_nnz = int(0.9 * nnz * dense_seconds / max(seconds, 1e-9))
         self.timings["sparse_forward"] = {"seconds": seconds, "nnz": int(nnz),
@@ -246,6 +244,15 @@ def _seconds(fn, *args):
     t0 = time.perf_counter()
     fn(*args)
     return time.perf_counter() - t0
+
+
+def _least_seconds(fn, *args, repeats=3):
+    """The least of ``repeats`` timed calls ``fn(*args)`` (:func:`_seconds`), after one call
+    that is not timed (first touch of the buffers, BLAS' or a kernel's set-up): how every
+    timed choice of the products (:class:`DenseProducts`, :meth:`MulticlassOperator.prepare`)
+    times its candidates."""
+    fn(*args)
+    return min(_seconds(fn, *args) for _ in range(repeats))
 
 
 def power_norm(matvec, rmatvec, shape, *, max_iter=200, tol=1e-6, rng=None):
@@ -650,10 +657,7 @@ class MulticlassOperator:
                  "adjoint": (lambda: self._PhiT1 @ G, lambda: product(indptr, indices, data, G, V))}
         use, timings = {}, {}
         for name, (scipy_call, compiled_call) in calls.items():
-            seconds = []
-            for call in (scipy_call, compiled_call):
-                call()  # not timed: first touch, the kernel's first call
-                seconds.append(min(_seconds(call) for _ in range(3)))
+            seconds = [_least_seconds(scipy_call), _least_seconds(compiled_call)]
             timings[name] = {"scipy": seconds[0], "compiled": seconds[1]}
             use[name] = bool(seconds[1] < seconds[0])
         self._csc_use, self.sparse_timings = use, timings
