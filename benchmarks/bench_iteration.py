@@ -141,12 +141,11 @@ def product_floor(Phi, K, repeats=30, rng=None):
         PhiT = Phi.T.tocsr()
         forward = [lambda: Phi @ W]
         adjoint = [lambda: PhiT @ G]
-        op = h.MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
-        if op._csc:  # the compiled products (on [Phi 1]: one more row, the biases)
-            fwd, prod, indptr, indices, data = op._csc
-            X, S, V = np.vstack([W, np.ones((1, K))]), np.empty((L, K)), np.empty((M + 1, K))
-            forward.append(lambda: fwd(indptr, indices, data, X, S))
-            adjoint.append(lambda: prod(indptr, indices, data, G, V))
+        prods = h.MulticlassOperator(Phi, np.arange(L) % K, K).prepare().products
+        if prods.compiled:  # the compiled products (on [Phi 1]: one more row, the biases)
+            X = np.vstack([W, np.ones((1, K))])
+            forward.append(lambda: prods.forward(X, True))
+            adjoint.append(lambda: prods.adjoint(G, True))
     else:
         prods, out = h.DenseProducts(Phi, K), np.empty((M, K))
         forward = [lambda t=t: prods.forward(W, t) for t in (False, True)]

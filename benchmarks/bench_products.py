@@ -147,10 +147,9 @@ def bench_csr(name, Phi, K, row_densities, repeats, min_ms, seed=0):
     """scipy's CSR products against the operator's compiled ones, for a CSR ``Phi`` (L, M)."""
     rng = np.random.default_rng(seed)
     L, M = Phi.shape
-    op = h.MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
-    if not op._csc:
+    prods = h.MulticlassOperator(Phi, np.arange(L) % K, K).prepare().products
+    if not prods.compiled:
         return None  # no numba, or too few weights for the compiled kernels
-    forward, product, indptr, indices, data = op._csc
     Xs = {}
     for d in row_densities:
         X = rng.standard_normal((M + 1, K)) * (rng.random((M + 1, 1)) < d)
@@ -158,32 +157,24 @@ def bench_csr(name, Phi, K, row_densities, repeats, min_ms, seed=0):
         Xs[d] = X
     G = rng.standard_normal((L, K))
 
-    def compiled_adjoint():
-        out = np.empty((M + 1, K))  # as T_adjoint: a new array per call
-        product(indptr, indices, data, G, out)
-        return out
-
-    def compiled_forward(X):
-        out = np.empty((L, K))  # as scores: a new array per call
-        forward(indptr, indices, data, X, out)
-        return out
-
-    calls = {"adjoint_scipy": lambda: op._PhiT1 @ G, "adjoint_compiled": compiled_adjoint}
+    # each product asked for explicitly (a new array per call, as the operator's products)
+    calls = {"adjoint_scipy": lambda: prods.adjoint(G, False),
+             "adjoint_compiled": lambda: prods.adjoint(G, True)}
     for d, X in Xs.items():
-        calls[f"forward_scipy_{d}"] = lambda X=X: op._Phi1 @ X
-        calls[f"forward_compiled_{d}"] = lambda X=X: compiled_forward(X)
+        calls[f"forward_scipy_{d}"] = lambda X=X: prods.forward(X, False)
+        calls[f"forward_compiled_{d}"] = lambda X=X: prods.forward(X, True)
     times = {n: [] for n in calls}
     for _ in range(repeats):
         for n, fn in calls.items():
             times[n].append(per_call(fn, min_ms))
     med = {n: 1e3 * float(np.median(t)) for n, t in times.items()}
-    bitwise = np.array_equal(np.asarray(op._PhiT1 @ G), compiled_adjoint()) and all(
-        np.array_equal(np.asarray(op._Phi1 @ X), compiled_forward(X)) for X in Xs.values())
+    bitwise = np.array_equal(prods.adjoint(G, False), prods.adjoint(G, True)) and all(
+        np.array_equal(prods.forward(X, False), prods.forward(X, True)) for X in Xs.values())
     return dict(name=name, L=L, M=M, K=K, nnz=int(Phi.nnz),
                 forward_ms={str(d): [med[f"forward_scipy_{d}"], med[f"forward_compiled_{d}"]]
                             for d in row_densities},
                 adjoint_ms=[med["adjoint_scipy"], med["adjoint_compiled"]], bitwise=bool(bitwise),
-                chosen=dict(op._csc_use))
+                chosen=dict(prods.use))
 
 
 def csr_problems(args):

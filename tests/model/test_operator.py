@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from conftest import make_random_problem
 
-from sparsesvm.model.operator import TUNE_MIN_SIZE, DenseProducts, MulticlassOperator, power_norm
+from sparsesvm.model.operator import TUNE_MIN_SIZE, DenseProducts, MulticlassOperator, SparseProducts, power_norm
 
 
 def make_problem(L, M, K, seed=0, density=None):
@@ -391,10 +391,10 @@ def test_sparse_forward_product_does_not_change_a_fit(method):
     results = []
     for limit in (0, 10**9):
         op = MulticlassOperator(Phi, y, 4)
-        op._products.transposed = {"forward": False, "adjoint": False}
-        op._products.sparse_max_nnz = limit  # never / always the sparse product
+        op.products.transposed = {"forward": False, "adjoint": False}
+        op.products.sparse_max_nnz = limit  # never / always the sparse product
         results.append(fit(op))
-        assert op._products.skip_zero_weights  # these loops ask for it
+        assert op.products.skip_zero_weights  # these loops ask for it
     assert 0 < np.count_nonzero(results[1].X[:-1]) < results[1].X[:-1].size
     np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
 
@@ -406,7 +406,7 @@ def test_the_sparse_product_is_timed_only_when_asked_for(monkeypatch):
     monkeypatch.setattr(_kernels, "sparse_forward", lambda: pytest.fail("kernel loaded"))
     Phi, y = make_problem(60, 1000, 10, seed=1)
     op = MulticlassOperator(Phi, y, 10).prepare()
-    assert op._products.transposed is not None and "sparse_forward" not in op._products.timings
+    assert op.products.transposed is not None and "sparse_forward" not in op.products.timings
 
 
 def test_no_timing_with_sparsesvm_tune_0(monkeypatch):
@@ -429,15 +429,15 @@ def test_only_the_loops_without_momentum_skip_zero_weights():
     pen = make_penalty("l1inf", 5, 300, 4)
     op = MulticlassOperator(Phi, y, 4)
     hinge_reg(op, pen, 10.0, tol=0.0, max_iter=5)
-    assert op._products.skip_zero_weights
+    assert op.products.skip_zero_weights
     square(op, pen, 10.0, tol=0.0, max_iter=5)
-    assert not op._products.skip_zero_weights
+    assert not op.products.skip_zero_weights
     logit(op, pen, 10.0, tol=0.0, max_iter=5)
-    assert op._products.skip_zero_weights
+    assert op.products.skip_zero_weights
     logit(op, pen, 10.0, tol=0.0, max_iter=5, scheme="fista")
-    assert not op._products.skip_zero_weights
-    assert op.prepare(skip_zero_weights=True)._products.skip_zero_weights
-    assert not op.prepare()._products.skip_zero_weights
+    assert not op.products.skip_zero_weights
+    assert op.prepare(skip_zero_weights=True).products.skip_zero_weights
+    assert not op.prepare().products.skip_zero_weights
 
 
 def test_operator_orientation_does_not_change_a_fit():
@@ -451,20 +451,21 @@ def test_operator_orientation_does_not_change_a_fit():
     results = []
     for transposed in (False, True):
         op = MulticlassOperator(Phi, y, 4)
-        op._products.transposed = {"forward": transposed, "adjoint": transposed}
+        op.products.transposed = {"forward": transposed, "adjoint": transposed}
         results.append(hinge_reg(op, pen, 10.0, tol=0.0, max_iter=300))
     assert results[0].n_iter == results[1].n_iter == 300
     np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
 
 
-def test_prepare_tunes_dense_products_only():
+def test_prepare_sets_up_the_products_of_either_kind():
     Phi, y = make_problem(60, 1000, 10, seed=1)
     op = MulticlassOperator(Phi, y, 10)
-    assert op._products.transposed is None
-    assert op.prepare() is op and op._products.transposed is not None
+    assert isinstance(op.products, DenseProducts) and op.products.transposed is None
+    assert op.prepare() is op and op.products.transposed is not None
     sparse = MulticlassOperator(sp.random(60, 1000, density=0.1, format="csr", random_state=0),
                                 y, 10)
-    assert sparse._products is None and sparse.prepare() is sparse
+    assert isinstance(sparse.products, SparseProducts) and sparse.products.compiled is None
+    assert sparse.prepare() is sparse and sparse.products.compiled is not None
 
 
 # --------------------------------------------------------------------------- sparse Phi: compiled products
@@ -486,15 +487,17 @@ def test_compiled_sparse_products_are_scipys_to_the_bit(row_density):
     plain = op.scores(X)
     Y = rng.standard_normal((L, K))
     plain_adjoint = op.T_adjoint(Y)
-    assert not op._csc  # before prepare: scipy's products
-    assert op.prepare() is op and op._csc
-    assert set(op.sparse_timings) == {"forward", "adjoint"}  # each timed against scipy's
-    op._csc_use = {"forward": True, "adjoint": True}  # whatever the timings chose
+    assert op.products.compiled is None  # before prepare: scipy's products
+    assert op.prepare() is op and op.products.compiled
+    assert set(op.products.timings) == {"forward", "adjoint"}  # each timed against scipy's
+    op.products.use = {"forward": True, "adjoint": True}  # whatever the timings chose
     S = op.scores(X)
     assert S.shape == (L, K) and S.flags.c_contiguous
     np.testing.assert_array_equal(S, plain)
     np.testing.assert_array_equal(op.T(X), np.asarray(op._Phi1 @ X) - np.asarray(
         op._Phi1 @ X)[np.arange(L), y][:, None])
+    for compiled in (False, True):  # each product asked for explicitly
+        np.testing.assert_array_equal(op.products.forward(X, compiled), plain)
     np.testing.assert_allclose(S, Phi.toarray() @ X[:-1] + X[-1], rtol=1e-13, atol=1e-13)
     np.testing.assert_array_equal(op.scores(np.asfortranarray(X)), plain)  # any memory order
     V = op.T_adjoint(Y)
@@ -512,18 +515,20 @@ def test_compiled_sparse_products_only_with_the_kernels(monkeypatch):
     Phi = sp.random(20, 50, density=0.2, format="csr", random_state=0)
     y = np.arange(20) % 3
     small = MulticlassOperator(Phi, y, 3).prepare()  # below the kernels' size: scipy
-    assert small._csc is False and not any(small._csc_use.values())
+    assert small.products.compiled is False and not any(small.products.use.values())
+    with pytest.raises(RuntimeError, match="not loaded"):
+        small.products.adjoint(np.ones((20, 3)), compiled=True)
     from sparsesvm.solvers import _kernels
 
     monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
     monkeypatch.setenv("SPARSESVM_TUNE", "0")  # nothing timed: scipy's
-    assert MulticlassOperator(Phi, y, 3).prepare()._csc is False
+    assert MulticlassOperator(Phi, y, 3).prepare().products.compiled is False
     monkeypatch.delenv("SPARSESVM_TUNE")
     monkeypatch.setenv("SPARSESVM_NUMBA", "0")
     monkeypatch.setattr(_kernels, "_kernel", None)
-    assert MulticlassOperator(Phi, y, 3).prepare()._csc is False
+    assert MulticlassOperator(Phi, y, 3).prepare().products.compiled is False
     # float32 products keep their own (scipy) product
-    assert MulticlassOperator(Phi, y, 3, dtype=np.float32).prepare()._csc is None
+    assert MulticlassOperator(Phi, y, 3, dtype=np.float32).prepare().products.compiled is None
 
 
 def test_sparse_products_take_the_faster_by_their_timings(monkeypatch):
@@ -535,10 +540,10 @@ def test_sparse_products_take_the_faster_by_their_timings(monkeypatch):
     y = np.arange(40) % 4
     # forward: scipy 2 s, compiled 1 s; adjoint: scipy 1 s, compiled 2 s (three calls each)
     fake = iter([2.0] * 3 + [1.0] * 3 + [1.0] * 3 + [2.0] * 3)
-    monkeypatch.setattr("sparsesvm.model.operator._seconds", lambda fn: (fn(), next(fake))[1])
+    monkeypatch.setattr("sparsesvm.model.operator._seconds", lambda fn, *a: (fn(*a), next(fake))[1])
     op = MulticlassOperator(Phi, y, 4).prepare()
-    assert op._csc_use == {"forward": True, "adjoint": False}
-    assert op.sparse_timings["forward"] == {"scipy": 2.0, "compiled": 1.0}
+    assert op.products.use == {"forward": True, "adjoint": False}
+    assert op.products.timings["forward"] == {"scipy": 2.0, "compiled": 1.0}
     X = rng.standard_normal((3001, 4)) * (rng.random((3001, 1)) < 0.3)
     Y = rng.standard_normal((40, 4))
     plain = MulticlassOperator(Phi, y, 4)
@@ -562,12 +567,12 @@ def test_compiled_sparse_products_do_not_change_a_fit():
             lambda op: logit(op, pen, 1.0, tol=0.0, max_iter=200)]
     for fit in fits:
         op = MulticlassOperator(Phi, y, 5).prepare()
-        assert op._csc
-        op._csc_use = {"forward": True, "adjoint": True}  # whatever the timings chose
+        assert op.products.compiled
+        op.products.use = {"forward": True, "adjoint": True}  # whatever the timings chose
         with_kernel = fit(op)
-        assert all(op._csc_use.values())  # the fit's own prepare() keeps the choice
+        assert all(op.products.use.values())  # the fit's own prepare() keeps the choice
         op = MulticlassOperator(Phi, y, 5)
-        op._csc = False  # prepare keeps it: scipy's product
+        op.products.compiled = False  # prepare keeps it: scipy's product
         plain = fit(op)
         assert 0 < np.count_nonzero(plain.X[:-1]) < plain.X[:-1].size
         np.testing.assert_array_equal(with_kernel.X, plain.X)

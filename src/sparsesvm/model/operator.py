@@ -22,7 +22,7 @@ import numpy as np
 
 from .._sparse import issparse
 
-__all__ = ["MulticlassOperator", "DenseProducts", "power_norm", "check_double",
+__all__ = ["MulticlassOperator", "DenseProducts", "SparseProducts", "power_norm", "check_double",
            "EXACT_NORM_MAX_SIZE", "MAX_NORM", "PRODUCT_DTYPES", "TUNE_MIN_SIZE",
            "SPARSE_FORWARD_MAX_BYTES", "SPARSE_TUNE_DENSITY"]
 
@@ -234,6 +234,121 @@ class DenseProducts:
         return out
 
 
+
+class SparseProducts:
+    """``[Phi 1] @ X`` and ``[Phi^T; 1^T] @ G`` for a sparse float64 ``Phi``: scipy's CSR
+    products, or compiled ones where :meth:`tune` measures them faster.
+
+    The compiled products (:func:`sparsesvm.solvers._kernels.sparse_products`, numba
+    needed) work on the CSR arrays of ``[Phi^T; 1^T]``, i.e. the compressed columns of
+    ``[Phi 1]``: the scores by those columns, skipping the rows of ``X`` that are 0 (most
+    weight rows of a sparse solution), and the adjoint by the rows of ``[Phi^T; 1^T]``
+    without scipy's zero-filled temporary. Both sum their terms in scipy's order with no
+    fast-math flag: **bitwise scipy's results**, so the choice changes only the time. They are
+    not faster everywhere (a pass over the rows of ``X`` and a loop per feature: with one or
+    two stored entries per feature, or a small K, scipy's win; README, "The library on its
+    own"), so :meth:`tune` times each against scipy's once per operator (the least of three
+    calls each, after one that is not timed; the scores with a quarter of the rows of ``X``
+    non-zero, :data:`SPARSE_TUNE_DENSITY`) and keeps the faster.
+    :meth:`MulticlassOperator.prepare` calls it before a solver's clock starts.
+
+    Parameters
+    ----------
+    Phi1 : scipy.sparse CSR matrix of float64, shape (L, M + 1)
+        ``[Phi 1]``.
+    PhiT1 : scipy.sparse CSR matrix of float64, shape (M + 1, L)
+        ``[Phi^T; 1^T]``, sorted indices (as scipy's transpose and ``tocsr`` leave them).
+    n_classes : int
+        ``K``, the number of columns of ``X`` and ``G`` (the shape that is timed).
+
+    Attributes
+    ----------
+    compiled : bool or None
+        Whether the compiled products are loaded; None until :meth:`tune` has run, False
+        when they cannot be used: numba missing, fewer than
+        :data:`sparsesvm.solvers._kernels.MIN_SIZE` weights, or ``SPARSESVM_TUNE=0``
+        (nothing timed: scipy's products).
+    use : dict
+        ``{"forward": bool, "adjoint": bool}``, which product runs compiled.
+    timings : dict
+        Seconds of each implementation of each product measured by :meth:`tune`
+        (``{"forward": {"scipy": s, "compiled": s}, "adjoint": ...}``; empty when not timed).
+    """
+
+    def __init__(self, Phi1, PhiT1, n_classes):
+        self.Phi1, self.PhiT1 = Phi1, PhiT1
+        self.n_classes = int(n_classes)
+        self.compiled = None
+        self.use = {"forward": False, "adjoint": False}
+        self.timings = {}
+        self._kernels = None  # (scores kernel, adjoint kernel) and PhiT1's arrays, once loaded
+        self._arrays = None
+
+    def tune(self):
+        """Load the compiled products and time each against scipy's (once; a no-op afterwards).
+
+        Returns
+        -------
+        dict
+            :attr:`use`.
+        """
+        if self.compiled is not None:
+            return self.use
+        from ..solvers import _kernels  # the compiled kernels (numba optional)
+
+        kernels = None
+        if self.PhiT1.shape[0] * self.n_classes >= _kernels.MIN_SIZE and _tuning():
+            kernels = _kernels.sparse_products()
+        self.compiled = kernels is not None
+        if not self.compiled:
+            return self.use
+        A = self.PhiT1
+        self._kernels = kernels
+        self._arrays = (A.indptr.astype(np.uint64), A.indices.astype(np.uint64),
+                        np.ascontiguousarray(A.data, dtype=np.float64))
+        rng = np.random.default_rng(0)
+        (L, M1), K = self.Phi1.shape, self.n_classes
+        X = rng.standard_normal((M1, K)) * (rng.random((M1, 1)) < SPARSE_TUNE_DENSITY)
+        G = rng.standard_normal((L, K))
+        calls = {"forward": lambda c: self.forward(X, c), "adjoint": lambda c: self.adjoint(G, c)}
+        for name, call in calls.items():
+            seconds = {c: _least_seconds(call, c) for c in (False, True)}
+            self.timings[name] = {"scipy": seconds[False], "compiled": seconds[True]}
+            self.use[name] = bool(seconds[True] < seconds[False])
+        return self.use
+
+    def _kernel(self, which):
+        if self._kernels is None:
+            raise RuntimeError("the compiled sparse products are not loaded: call tune() first "
+                               "(they need numba; SparseProducts.compiled says whether they are)")
+        return self._kernels[which]
+
+    def forward(self, X, compiled=None):
+        """``[Phi 1] @ X`` as a new C-ordered (L, K) array; ``X``: (M + 1, K) float64.
+
+        ``compiled``: None for the product :meth:`tune` chose, else False (scipy's) or
+        True (the compiled one; after :meth:`tune` loaded it)."""
+        if compiled is None:
+            compiled = self.use["forward"]
+        if not compiled:
+            return np.asarray(self.Phi1 @ X)
+        S = np.empty((self.Phi1.shape[0], X.shape[1]))
+        self._kernel(0)(*self._arrays, np.ascontiguousarray(X), S)
+        return S
+
+    def adjoint(self, G, compiled=None):
+        """``[Phi^T; 1^T] @ G`` as a new C-ordered (M + 1, K) array; ``G``: (L, K) float64
+        C-ordered.
+
+        ``compiled`` as in :meth:`forward`."""
+        if compiled is None:
+            compiled = self.use["adjoint"]
+        if not compiled:
+            return np.asarray(self.PhiT1 @ G)
+        out = np.empty((self.PhiT1.shape[0], G.shape[1]))
+        self._kernel(1)(*self._arrays, G, out)
+        return out
+
 def _tuning():
     """False when ``SPARSESVM_TUNE=0``: :class:`DenseProducts` times nothing."""
     return os.environ.get("SPARSESVM_TUNE", "1") != "0"
@@ -439,6 +554,9 @@ class MulticlassOperator:
         a CSR copy of ``Phi.T`` is kept as well (faster adjoint products).
     dtype : numpy.dtype
         Precision of the products with ``Phi`` (float64 or float32).
+    products : DenseProducts or SparseProducts
+        The float64 products with ``Phi`` (for sparse ``Phi`` on ``[Phi 1]`` and
+        ``[Phi^T; 1^T]``, the biases included), set up by :meth:`prepare`.
     y_idx : ndarray of int64, shape (L,)
     n_samples, n_features, n_classes : int
         L, M, K.
@@ -509,13 +627,8 @@ class MulticlassOperator:
             self._PhiT1 = self._Phi1.T.tocsr()
         else:
             self._Phi1 = self._PhiT1 = None
-        self._products = None if self._sparse else DenseProducts(Phi, K)
-        # sparse Phi, once prepared: the compiled products (kernels and the CSR arrays of
-        # _PhiT1, i.e. the compressed columns of [Phi 1]; False: none), and which of them
-        # beat scipy's ({"forward": bool, "adjoint": bool}) with the timings
-        self._csc = None
-        self._csc_use = {"forward": False, "adjoint": False}
-        self.sparse_timings = {}
+        self.products = (SparseProducts(self._Phi1, self._PhiT1, K) if self._sparse
+                         else DenseProducts(Phi, K))
         self._norm_parent = None  # restrict_features: the operator whose norm this one shares
         self.y_idx = y
         self.n_samples = L
@@ -602,16 +715,10 @@ class MulticlassOperator:
 
         For a dense ``Phi``, times the two BLAS orientations of each product and keeps
         the faster, and, asked to skip zero weights, the product over the non-zero
-        weights (:class:`DenseProducts`; each once per operator). For a sparse one (float64
-        products, numba installed, at least :data:`sparsesvm.solvers._kernels.MIN_SIZE`
-        weights), loads the compiled products (:func:`sparsesvm.solvers._kernels.sparse_products`):
-        ``[Phi 1] @ X`` by the columns of ``[Phi 1]``, skipping the rows of ``X`` that are 0,
-        and ``[Phi^T; 1^T] @ G`` by its rows, both with scipy's sums to the bit, and times
-        each against scipy's once (the scores with a quarter of the rows of ``X`` non-zero,
-        :data:`SPARSE_TUNE_DENSITY`), keeping the faster (``sparse_timings``): faster on
-        News20's shapes, slower where features have one or two stored entries each or K is
-        small (README, "The library on its own"). Either gives the same bits, so the choice
-        changes only the time. ``SPARSESVM_TUNE=0``: scipy's, nothing timed.
+        weights (:class:`DenseProducts`). For a sparse one (float64 products), loads the
+        compiled products and times each against scipy's (:class:`SparseProducts`: the
+        same bits either way). Each once per operator; ``SPARSESVM_TUNE=0``: nothing timed
+        (the direct orientations, scipy's sparse products).
 
         Parameters
         ----------
@@ -625,42 +732,15 @@ class MulticlassOperator:
         MulticlassOperator
             ``self``.
         """
-        if self._products is not None:
+        if not self._sparse:
             if skip_zero_weights:
-                self._products.tune_sparse()
+                self.products.tune_sparse()
             else:
-                self._products.tune()
-            self._products.skip_zero_weights = bool(skip_zero_weights)
-        elif self._csc is None and self.dtype == np.float64:
-            from ..solvers import _kernels  # the compiled kernels (numba optional)
-
-            kernels = None
-            if (self.n_features + 1) * self.n_classes >= _kernels.MIN_SIZE and _tuning():
-                kernels = _kernels.sparse_products()
-            A = self._PhiT1  # rows: the columns of [Phi 1]
-            self._csc = False if kernels is None else (
-                *kernels, A.indptr.astype(np.uint64), A.indices.astype(np.uint64),
-                np.ascontiguousarray(A.data, dtype=np.float64))
-            if self._csc:
-                self._tune_csc()
+                self.products.tune()
+            self.products.skip_zero_weights = bool(skip_zero_weights)
+        elif self.dtype == np.float64:
+            self.products.tune()
         return self
-
-    def _tune_csc(self):
-        """Time the compiled sparse products against scipy's; set ``_csc_use``."""
-        rng = np.random.default_rng(0)
-        M1, K, L = self.n_features + 1, self.n_classes, self.n_samples
-        forward, product, indptr, indices, data = self._csc
-        X = rng.standard_normal((M1, K)) * (rng.random((M1, 1)) < SPARSE_TUNE_DENSITY)
-        G = rng.standard_normal((L, K))
-        S, V = np.empty((L, K)), np.empty((M1, K))
-        calls = {"forward": (lambda: self._Phi1 @ X, lambda: forward(indptr, indices, data, X, S)),
-                 "adjoint": (lambda: self._PhiT1 @ G, lambda: product(indptr, indices, data, G, V))}
-        use, timings = {}, {}
-        for name, (scipy_call, compiled_call) in calls.items():
-            seconds = [_least_seconds(scipy_call), _least_seconds(compiled_call)]
-            timings[name] = {"scipy": seconds[0], "compiled": seconds[1]}
-            use[name] = bool(seconds[1] < seconds[0])
-        self._csc_use, self.sparse_timings = use, timings
 
     def double(self):
         """The same operator with float64 products (``self`` when ``dtype`` is float64).
@@ -699,13 +779,8 @@ class MulticlassOperator:
             S += X[-1]
             return S
         if self._sparse:
-            if self._csc_use["forward"]:
-                forward, _, indptr, indices, data = self._csc
-                S = np.empty((self.n_samples, self.n_classes))
-                forward(indptr, indices, data, np.ascontiguousarray(X), S)
-                return S
-            return np.asarray(self._Phi1 @ X)
-        S = self._products.forward(X[:-1])
+            return self.products.forward(X)
+        S = self.products.forward(X[:-1])
         S += X[-1]
         return S
 
@@ -741,18 +816,14 @@ class MulticlassOperator:
         Y = self._check_Y(Y)
         G = Y.copy()
         G[self._rows, self.y_idx] -= Y.sum(axis=1)
+        if self._sparse and self.dtype == np.float64:
+            return self.products.adjoint(G)  # [Phi^T; 1^T] G: the biases' row included
         out = np.empty((self.n_features + 1, self.n_classes))
         if self.dtype == np.float32:
             G32 = G.astype(np.float32)  # rounded once per product
             out[:-1] = self._PhiT32 @ G32 if self._sparse else self._Phi32.T @ G32
-        elif self._sparse:
-            if self._csc_use["adjoint"]:
-                _, product, indptr, indices, data = self._csc
-                product(indptr, indices, data, G, out)
-                return out
-            return np.asarray(self._PhiT1 @ G)
         else:
-            self._products.adjoint(G, out[:-1])
+            self.products.adjoint(G, out[:-1])
         out[-1] = G.sum(axis=0)
         return out
 
