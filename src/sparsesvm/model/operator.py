@@ -234,7 +234,6 @@ class DenseProducts:
         return out
 
 
-
 class SparseProducts:
     """``[Phi 1] @ X`` and ``[Phi^T; 1^T] @ G`` for a sparse float64 ``Phi``: scipy's CSR
     products, or compiled ones where :meth:`tune` measures them faster.
@@ -281,8 +280,8 @@ class SparseProducts:
         self.compiled = None
         self.use = {"forward": False, "adjoint": False}
         self.timings = {}
-        self._kernels = None  # (scores kernel, adjoint kernel) and PhiT1's arrays, once loaded
-        self._arrays = None
+        self._kernels = None  # (scores kernel, adjoint kernel), once tune() loads them
+        self._arrays = None  # and the CSR arrays of PhiT1 they take
 
     def tune(self):
         """Load the compiled products and time each against scipy's (once; a no-op afterwards).
@@ -349,8 +348,10 @@ class SparseProducts:
         self._kernel(1)(*self._arrays, G, out)
         return out
 
+
 def _tuning():
-    """False when ``SPARSESVM_TUNE=0``: :class:`DenseProducts` times nothing."""
+    """False when ``SPARSESVM_TUNE=0``: :class:`DenseProducts` and :class:`SparseProducts`
+    time nothing."""
     return os.environ.get("SPARSESVM_TUNE", "1") != "0"
 
 
@@ -364,8 +365,8 @@ def _seconds(fn, *args):
 def _least_seconds(fn, *args, repeats=3):
     """The least of ``repeats`` timed calls ``fn(*args)`` (:func:`_seconds`), after one call
     that is not timed (first touch of the buffers, BLAS' or a kernel's set-up): how every
-    timed choice of the products (:class:`DenseProducts`, :meth:`MulticlassOperator.prepare`)
-    times its candidates."""
+    timed choice of the products (:class:`DenseProducts`, :class:`SparseProducts`) times its
+    candidates."""
     fn(*args)
     return min(_seconds(fn, *args) for _ in range(repeats))
 

@@ -131,7 +131,8 @@ def step(X, V, tau, b, kind, out):
             # rows of a sparse solution) is written as zeros, the others scaled. The first
             # loop is the l1,inf branch's (the copy in `a` and the maximum are unused here):
             # so compiled, the sums come out bitwise as before this branch existed (a loop
-            # summing only was 5 % faster and moved them by an ulp; README, the l1,2 step on News20)
+            # summing only was 5 % faster and moved them by an ulp, a helper shared by the two
+            # branches slower and not bitwise either; README, "The l1,2 step across classes")
             for r in range(Ms):
                 s = 0.0
                 m = 0.0
