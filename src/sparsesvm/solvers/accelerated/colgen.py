@@ -10,8 +10,10 @@ them until the certified gap of the full problem meets the tolerance.
 On large problems (more than :data:`ROWGEN_MIN_ROWS` hinge pieces L(K-1))
 the master also generates its rows: it starts from one hinge piece per
 sample and adds, after each master solve, the most violated missing piece of
-each sample, re-solving before any pricing; added rows that stay loose with
-a zero multiplier for :data:`ROWGEN_DROP_AFTER` solves are dropped. Absent rows have multiplier 0,
+each sample, re-solving before any pricing; rows (the initial ones included)
+that stay loose with a zero multiplier for :data:`ROWGEN_DROP_AFTER` solves are
+dropped, so that the master holds about the rows of the support vectors
+(a minority of the samples on MNIST's larger training sets). Absent rows have multiplier 0,
 so pricing and the certificate keep their form; the certificate's primal
 objective is always evaluated on all L samples.
 """
@@ -45,9 +47,13 @@ ROWGEN_MIN_ROWS = 2000
 #: a missing hinge row is added when the master point violates it by more than this
 ROWGEN_TOL = 1e-9
 
-#: an added hinge row whose multiplier is 0 and slack above ROWGEN_TOL at this many
+#: a hinge row whose multiplier is 0 and slack above ROWGEN_TOL at this many
 #: consecutive master solutions is dropped (it is added again if violated later)
 ROWGEN_DROP_AFTER = 3
+
+#: iteration cap of a warm-started master solve: max(WARM_ITER_MIN, WARM_ITER_PER_ROW x rows)
+WARM_ITER_MIN = 10000
+WARM_ITER_PER_ROW = 10
 
 
 def _atom_entries(geo, gid):
@@ -85,7 +91,7 @@ class _Master:
     def __init__(self, L, K, y, ll, kk, kind, par, big=None):
         big = SLACK_COST_START if big is None else big
         self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
-        self.nh = self.nh0 = len(ll)
+        self.nh = self.nh0 = self.n_initial = len(ll)
         self.ll, self.kk, self.y = ll, kk, y
         self.xi = None
         self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
@@ -190,15 +196,16 @@ class _Master:
             self._dual_next = True
 
     def drop_rows(self, drop):
-        """Delete the hinge rows of mask ``drop`` (added rows only: not the first ``nh0``)."""
+        """Delete the hinge rows of mask ``drop`` (the first ``nh0`` shrinks by those among them)."""
         idx = np.flatnonzero(drop)
         n = len(idx)
         if n == 0:
             return
         con = 1 if self.kind == "con" else 0
         keep = ~drop
-        if self.h is not None:
-            self.h.deleteRows(n, (idx + con).astype(np.int32))  # HiGHS: the hinge-con row at nh0
+        if self.h is not None:  # in HiGHS the hinge-con row sits at nh0
+            self.h.deleteRows(n, (idx + con * (idx >= self.nh0)).astype(np.int32))
+        self.nh0 -= int(np.count_nonzero(idx < self.nh0))
         self.ll, self.kk = self.ll[keep], self.kk[keep]
         self.atom_cols = [col[keep] for col in self.atom_cols]
         self.base = self.base.tocsr()[np.concatenate([np.flatnonzero(keep),
@@ -223,27 +230,36 @@ class _Master:
             raise RuntimeError(f"master LP failed: {res.message}")
         return res.x, -np.asarray(res.ineqlin.marginals)
 
+    def _run_cold(self):
+        """HiGHS' dual simplex from scratch (the basis dropped)."""
+        self.h.clearSolver()
+        self.h.setOptionValue("simplex_strategy", 1)
+        self.h.run()
+        self.h.setOptionValue("simplex_strategy", 4)
+
     def _solve_incremental(self):
-        """Warm-started primal simplex; on numerical trouble a cold dual simplex."""
+        """Warm-started simplex (primal after new atoms, dual after new rows); on numerical
+        trouble, or past its iteration cap (:data:`WARM_ITER_MIN`), a cold dual simplex."""
         opt = highs.highspy.HighsModelStatus.kOptimal
         if self.deadline is not None:
             # HiGHS' time limit is on its run clock, which adds up over the runs
             left = max(self.deadline - time.perf_counter(), 1e-3)
             self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
+        # a warm start that stalls (seen: a dual simplex cycling through 98000 degenerate
+        # iterations on 805 rows) is cut and the master solved cold below
+        self.h.setOptionValue("simplex_iteration_limit", max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
         if self._dual_next:  # rows were added: the basis is dual feasible
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
             self.h.setOptionValue("simplex_strategy", 4)
         else:
             self.h.run()
+        self.h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
         if self.deadline is not None and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kTimeLimit:
             raise TimeoutError("master LP: time limit")  # solve() again goes on from HiGHS' basis
         self._dual_next = False
         if self.h.getModelStatus() != opt:
-            self.h.clearSolver()
-            self.h.setOptionValue("simplex_strategy", 1)
-            self.h.run()
-            self.h.setOptionValue("simplex_strategy", 4)
+            self._run_cold()
             if self.deadline is not None and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kTimeLimit:
                 raise TimeoutError("master LP: time limit")
             if self.h.getModelStatus() != opt:
@@ -282,7 +298,7 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
     the master starts from the rows of :func:`_initial_rows` and, after each
     solve, gets the most violated missing hinge row of each sample (violation
     above :data:`ROWGEN_TOL`) and is re-solved before pricing (rows are first
-    added once it has atoms; added rows that stay loose are dropped, see
+    added once it has atoms; rows that stay loose are dropped, see
     :meth:`_RowGeneration.stale`); the certificate is that of the full
     problem either way (its primal value is the loss over all L samples).
 
@@ -440,15 +456,14 @@ class _RowGeneration:
         self.age = np.zeros(len(self.ll), dtype=int)  # solves since each master row was last tight
 
     def stale(self, master, TX, a):
-        """Mask of the master's rows to drop: added rows (not the first ``nh0``) with zero
-        multiplier and a slack above :data:`ROWGEN_TOL` for :data:`ROWGEN_DROP_AFTER` solves."""
+        """Mask of the master's rows to drop: rows with zero multiplier and a slack above
+        :data:`ROWGEN_TOL` for :data:`ROWGEN_DROP_AFTER` consecutive solves."""
         ll, kk = master.ll, master.kk
         if len(self.age) < len(ll):
             self.age = np.concatenate([self.age, np.zeros(len(ll) - len(self.age), dtype=int)])
         loose = (a[ll, kk] <= 0.0) & (master.xi[ll] - 1.0 - TX[ll, kk] > ROWGEN_TOL)
         self.age = np.where(loose, self.age + 1, 0)
         drop = self.age >= ROWGEN_DROP_AFTER
-        drop[:master.nh0] = False
         self.has[ll[drop], kk[drop]] = False
         self.age = self.age[~drop]
         return drop
@@ -494,6 +509,7 @@ class _Pricing:
         self.ar = np.arange(op.n_samples)
         self.atoms = []
         self.keys = set()
+        self._phi_t = None
 
     def master_point(self, master, kind, par):
         """Solve the master: ``(X (M+1, K), Y (L, K), a (L, K) the hinge multipliers, slack)``."""
@@ -514,36 +530,57 @@ class _Pricing:
         return X, Y, a, slack
 
     def row_entries(self, ll, kk):
-        """The coefficients of the atoms in the hinge rows ``(ll, kk)``: (len(ll), n_atoms).
+        """The coefficients of the atoms in the hinge rows ``(ll, kk)``: (len(ll), n_atoms)."""
+        return self._columns(self.atoms, ll, kk)
+
+    def _samples_t(self, smp):
+        """``Phi[smp].T`` in a layout fast for a sparse matrix times it (CSR, or C-ordered
+        dense: scipy copies an F-ordered right operand into C order at every product);
+        the transposed features are kept across calls."""
+        if self._phi_t is None:
+            Phi = self.op.Phi
+            self._phi_t = Phi.T.tocsr() if sp.issparse(Phi) else np.ascontiguousarray(Phi.T)
+        if len(smp) == self._phi_t.shape[1]:
+            return self._phi_t
+        return self._phi_t[:, smp]
+
+    #: atoms per sparse product in :meth:`_columns` (bounds its (samples, atoms, K) array)
+    CHUNK = 64
+
+    def _columns(self, atoms, ll, kk):
+        """The master columns of ``atoms`` (list of (gid, slots, sigma)) on the hinge rows
+        ``(ll, kk)``: (len(ll), len(atoms)).
 
         Row (l, k) of atom u is ``(Phi_l U)_k - (Phi_l U)_{z_l}``; computed by one sparse
-        product of the rows' samples with the atoms (all classes at once).
+        product of the rows' samples with a chunk of atoms (all classes at once).
         """
         geo, op = self.geo, self.op
         Phi, y, K = op.Phi, op.y_idx, op.n_classes
-        na = len(self.atoms)
-        if na == 0 or len(ll) == 0:
-            return np.zeros((len(ll), na))
-        parts = [_atom_entries(geo, gid)[:2] + (sig,) for gid, _, sig in self.atoms]
-        js = np.concatenate([p[0] for p in parts])
-        cols = np.concatenate([u * K + p[1] for u, p in enumerate(parts)])
-        U = sp.csr_matrix((np.concatenate([p[2] for p in parts]), (cols, js)), shape=(na * K, Phi.shape[1]))
+        out = np.zeros((len(ll), len(atoms)))
+        if not atoms or len(ll) == 0:
+            return out
         smp, inv = np.unique(ll, return_inverse=True)
-        Ps = Phi[smp]
-        P = np.asarray(U @ (Ps.T if not sp.issparse(Ps) else Ps.T.tocsr())).T  # (n_samples, na * K)
-        if sp.issparse(P):
-            P = P.toarray()
-        P = P.reshape(len(smp), na, K)
-        return P[inv, :, kk] - P[inv, :, y[ll]]
+        PsT = self._samples_t(smp)
+        for start in range(0, len(atoms), self.CHUNK):
+            chunk = atoms[start:start + self.CHUNK]
+            na = len(chunk)
+            parts = [_atom_entries(geo, gid)[:2] + (sig,) for gid, _, sig in chunk]
+            js = np.concatenate([p[0] for p in parts])
+            cols = np.concatenate([u * K + p[1] for u, p in enumerate(parts)])
+            U = sp.csr_matrix((np.concatenate([p[2] for p in parts]), (cols, js)),
+                              shape=(na * K, Phi.shape[1]))
+            P = U @ PsT  # (na * K, n_samples)
+            P = (P.toarray() if sp.issparse(P) else np.asarray(P)).T.reshape(len(smp), na, K)
+            out[:, start:start + na] = P[inv, :, kk] - P[inv, :, y[ll]]
+        return out
 
     def price(self, a, ll=None, kk=None):
         """The master columns of the best new atoms of the groups whose dual norm of
         ``V = T^T a`` exceeds 1 (at most ``max(8, n_atoms)``); appended to :attr:`atoms`.
         The columns are on the master's hinge rows ``(ll, kk)`` (default: all of them)."""
-        geo, op, ar = self.geo, self.op, self.ar
+        geo, op = self.geo, self.op
         ll = self.ll if ll is None else ll
         kk = self.kk if kk is None else kk
-        Phi, y, K, L = op.Phi, op.y_idx, op.n_classes, op.n_samples
         # T^T a = T^T Y: the true-class entry of a row of Y drops out of T^T
         V = op.T_adjoint(a)[:-1]
         gdn = geo.group_dual_norms(V).ravel()
@@ -555,7 +592,7 @@ class _Pricing:
             if gdn[gid] <= 1.0 + 1e-9 or len(new) >= n_add:
                 break
             i1, i2 = divmod(int(gid), geo.group_shape[2])
-            js, ks, slots = _atom_entries(geo, gid)
+            _, _, slots = _atom_entries(geo, gid)
             v = Vg[i1, slots, i2]
             # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G
             sig = -v / np.sqrt(v @ v) if geo.name == "l12" else -np.sign(v)
@@ -563,10 +600,8 @@ class _Pricing:
             if key in self.keys:
                 continue
             self.keys.add(key)
-            Pj = Phi[:, js].toarray() if sp.issparse(Phi) else Phi[:, js]
-            Sa = np.zeros((K, L))
-            np.add.at(Sa, ks, sig[:, None] * Pj.T)
-            Sa = Sa.T
-            new.append((Sa - Sa[ar, y][:, None])[ll, kk])
-            self.atoms.append((int(gid), slots, sig))
+            new.append((int(gid), slots, sig))
+        self.atoms.extend(new)
+        cols = self._columns(new, ll, kk)
+        new = [cols[:, i] for i in range(len(new))]
         return new
