@@ -315,6 +315,22 @@ def test_row_generation_gap_bounds_true_suboptimality(random_problem, monkeypatc
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+@pytest.mark.parametrize("pen,grp", [("l1", None), ("l1inf", 3), ("l12", 2)])
+def test_idle_atoms_are_deleted_and_the_optimum_kept(random_problem, monkeypatch, pen, grp):
+    # every atom nonbasic at 0 after one solve is deleted (and may be priced again)
+    monkeypatch.setattr(colgen, "ATOM_DROP_AFTER", 1)
+    dropped = []
+    drop_atoms = colgen._Master.drop_atoms
+    monkeypatch.setattr(colgen._Master, "drop_atoms",
+                        lambda self, drop: dropped.append(int(drop.sum())) or drop_atoms(self, drop))
+    for method in ("hinge-reg", "hinge-con"):
+        r = _check_against_cvx(random_problem, method, pen, grp, "cg", seed=4, L=30, M=12, K=4)
+        # the master point is rebuilt from the remaining atoms: its objective is the certificate's
+        assert r.n_iter > 1
+    assert sum(dropped) > 0
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
 def test_stalled_warm_start_is_solved_cold(random_problem, monkeypatch):
     # every warm-started master solve cut at its first iteration: the cold solve takes over
     monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)

@@ -5,12 +5,14 @@ l1 and l1inf, unit l2 vectors on one group for l12); :class:`_Master` is the
 restricted master LP over the generated atoms (HiGHS, warm-started), and
 :class:`_Pricing` turns its solution into a primal-dual point and prices new
 atoms against the full dual ``T^T Y``; :func:`_column_generation` alternates
-them until the certified gap of the full problem meets the tolerance.
+them until the certified gap of the full problem meets the tolerance. Atom
+columns that stay nonbasic at 0 for :data:`ATOM_DROP_AFTER` solves are deleted
+(and may be priced again), so that the master holds about the atoms in use.
 
 On large problems (more than :data:`ROWGEN_MIN_ROWS` hinge pieces L(K-1))
 the master also generates its rows: it starts from one hinge piece per
 sample and adds, after each master solve, the most violated missing piece of
-each sample, re-solving before any pricing; rows (the initial ones included)
+each sample, priced in the same round as new atoms; rows (the initial ones included)
 that stay loose with a zero multiplier for :data:`ROWGEN_DROP_AFTER` solves are
 dropped, so that the master holds about the rows of the support vectors
 (a minority of the samples on MNIST's larger training sets). Absent rows have multiplier 0,
@@ -50,6 +52,10 @@ ROWGEN_TOL = 1e-9
 #: a hinge row whose multiplier is 0 and slack above ROWGEN_TOL at this many
 #: consecutive master solutions is dropped (it is added again if violated later)
 ROWGEN_DROP_AFTER = 3
+
+#: an atom column nonbasic at 0 at this many consecutive master solutions is deleted
+#: (it may be priced again later)
+ATOM_DROP_AFTER = 3
 
 #: iteration cap of a warm-started master solve: max(WARM_ITER_MIN, WARM_ITER_PER_ROW x rows)
 WARM_ITER_MIN = 10000
@@ -118,6 +124,8 @@ class _Master:
         self.base = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                                   shape=(nrow, self.nbase))
         self.atom_cols = []
+        self._atom_age = np.zeros(0, dtype=int)
+        self._atom_value = np.zeros(0)
         self.h = None
         if highs.highspy is not None:
             h = highs.Highs()
@@ -146,9 +154,16 @@ class _Master:
             self.h.changeColCost(self.nbase - 1, self.big)
 
     def add(self, cols):
-        """Append atom columns (list of (nh,) arrays, hinge rows only)."""
+        """Append atom columns (list of (nh,) arrays, hinge rows only).
+
+        The next solve is a primal simplex from the current basis (primal feasible
+        with the new columns at 0, unless rows were also added since the last solve:
+        HiGHS' primal simplex then starts by restoring feasibility; with both, a dual
+        simplex was measured several times slower on MNIST's L = 500 and 1000).
+        """
         if not cols:
             return
+        self._dual_next = False
         self.atom_cols.extend(cols)
         if self.h is not None:
             C = np.column_stack(cols)
@@ -194,6 +209,30 @@ class _Master:
             self.h.addRows(n, np.full(n, -inf), -np.ones(n), R.nnz, R.indptr[:-1].astype(np.int32),
                            R.indices.astype(np.int32), R.data.astype(float))
             self._dual_next = True
+
+    def stale_atoms(self):
+        """Mask of the atom columns nonbasic at 0 at :data:`ATOM_DROP_AFTER` consecutive
+        solves (HiGHS only: the linprog fallback keeps every atom)."""
+        n = len(self.atom_cols)
+        if self.h is None or n == 0:
+            return np.zeros(n, dtype=bool)
+        status = self.h.getBasis().col_status[self.nbase:]
+        basic = highs.highspy.HighsBasisStatus.kBasic
+        idle = np.array([st != basic for st in status]) & (self._atom_value == 0.0)
+        age = np.zeros(n, dtype=int)
+        age[:len(self._atom_age)] = self._atom_age
+        self._atom_age = np.where(idle, age + 1, 0)
+        return self._atom_age >= ATOM_DROP_AFTER
+
+    def drop_atoms(self, drop):
+        """Delete the atom columns of mask ``drop``."""
+        idx = np.flatnonzero(drop)
+        if len(idx) == 0:
+            return
+        if self.h is not None:
+            self.h.deleteCols(len(idx), (self.nbase + idx).astype(np.int32))
+        self.atom_cols = [c for c, d in zip(self.atom_cols, drop) if not d]
+        self._atom_age = self._atom_age[~drop]
 
     def drop_rows(self, drop):
         """Delete the hinge rows of mask ``drop`` (the first ``nh0`` shrinks by those among them)."""
@@ -278,6 +317,7 @@ class _Master:
             out = self._solve_linprog()
         x, mult = out
         self.xi = x[K:K + L]
+        self._atom_value = x[self.nbase:]
         slack = float(x[K + L]) if self.kind == "con" else 0.0
         return x[self.nbase:], x[:K].copy(), np.maximum(mult, 0.0), slack
 
@@ -297,7 +337,7 @@ def _column_generation(op, geo, kind, par, tol, max_rounds, deadline, record, ro
     With ``row_generation`` (default: when L(K-1) > :data:`ROWGEN_MIN_ROWS`)
     the master starts from the rows of :func:`_initial_rows` and, after each
     solve, gets the most violated missing hinge row of each sample (violation
-    above :data:`ROWGEN_TOL`) and is re-solved before pricing (rows are first
+    above :data:`ROWGEN_TOL`) with the round's new atoms (rows are first
     added once it has atoms; rows that stay loose are dropped, see
     :meth:`_RowGeneration.stale`); the certificate is that of the full
     problem either way (its primal value is the loss over all L samples).
@@ -397,11 +437,18 @@ class _ColumnGeneration:
         """Grow the master for its next solve (rows, atoms, or the slack's cost);
         False when nothing is left to add (the loop ends)."""
         master, pricing, rows, kind, par = self.master, self.pricing, self.rows, self.kind, self.par
+        grown = False
+        stale = master.stale_atoms()  # keeps the master small too
+        master.drop_atoms(stale)
+        pricing.drop(stale)
         if rows is not None and master.atom_cols:  # at W = 0 only the biases rank the pieces
             master.drop_rows(rows.stale(master, TX, a))  # keeps the master small
-            if rows.grow(master, pricing, TX):  # re-solve the master with them before pricing
-                return True
+            grown = rows.grow(master, pricing, TX)
+        # atoms are priced in the same round as the rows (their columns include the new
+        # rows; the new rows' multipliers are 0, so the dual V is the last solve's)
         new = pricing.price(a, master.ll, master.kk)
+        if grown and not new:
+            return True
         if rows is not None and not new and not master.atom_cols and rows.grow(master, pricing, TX):
             return True
         if not new:
@@ -528,6 +575,13 @@ class _Pricing:
         Y = a.copy()
         Y[self.ar, y] = np.maximum(cap - a.sum(axis=1), 0.0)
         return X, Y, a, slack
+
+    def drop(self, drop):
+        """Forget the atoms of mask ``drop`` (they may be priced again)."""
+        for (gid, _, sig), d in zip(self.atoms, drop):
+            if d:
+                self.keys.discard((int(gid), sig.tobytes()))
+        self.atoms = [u for u, d in zip(self.atoms, drop) if not d]
 
     def row_entries(self, ll, kk):
         """The coefficients of the atoms in the hinge rows ``(ll, kk)``: (len(ll), n_atoms)."""
