@@ -264,6 +264,7 @@ def main(argv=None):
 
     trees = dict(t.split("=", 1) for t in args.src)
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)  # before any job: the workers append to it
     if not args.summarize:
         inputs = sorted({p for j in sample for p in j["input"].values()})
         missing = [p for p in inputs if not Path(p).exists()]

@@ -41,9 +41,10 @@ SLACK_COST_MAX = 1e12
 #: the master carries all L(K-1) rows from the start (the exact path used before
 #: row generation existed, kept for the small problems of the record experiment:
 #: L <= 100 at K = 10 is 900 rows). Measured on MNIST scattering features,
-#: l1inf/81, tol 1e-4 (hinge-reg alpha = 1 and 0.1, hinge-con alpha = 0.1):
-#: 1.2-1.5x slower with it at L = 100 (900 rows), 1.8-4.4x faster at L = 500
-#: (4500 rows) and 1.3-2.3x faster at L = 1000 (9000 rows)
+#: l1inf/81, tol 1e-4, inner="cg" (hinge-reg lam = 1 and 0.1, hinge-con eta = 0.1 L):
+#: 1.0-1.3x slower with it at L = 100 (900 rows), 1.7-2.4x faster at L = 500
+#: (4500 rows) and 2.9-4.7x faster at L = 1000 (9000 rows; more than 5.1x where all
+#: rows took the 60 s cap)
 ROWGEN_MIN_ROWS = 2000
 
 #: a missing hinge row is added when the master point violates it by more than this
@@ -284,8 +285,8 @@ class _Master:
             # HiGHS' time limit is on its run clock, which adds up over the runs
             left = max(self.deadline - time.perf_counter(), 1e-3)
             self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
-        # a warm start that stalls (seen: a dual simplex cycling through 98000 degenerate
-        # iterations on 805 rows) is cut and the master solved cold below
+        # a warm start that stalls (seen: a dual simplex cycling through degenerate
+        # iterations at MNIST's L = 5000) is cut and the master solved cold below
         self.h.setOptionValue("simplex_iteration_limit", max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
         if self._dual_next:  # rows were added: the basis is dual feasible
             self.h.setOptionValue("simplex_strategy", 1)
