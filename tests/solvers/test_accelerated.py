@@ -250,6 +250,7 @@ def _spy_masters(monkeypatch):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.n_dropped = self.n_dropped_initial = 0
+            self.n_initial = self.nh0  # nh0 shrinks as initial rows are dropped
             masters.append(self)
 
         def drop_rows(self, drop):
@@ -338,11 +339,11 @@ def test_stalled_warm_start_is_solved_cold(random_problem, monkeypatch):
     cold = []
     run_cold = colgen._Master._run_cold
     monkeypatch.setattr(colgen._Master, "_run_cold", lambda self: cold.append(1) or run_cold(self))
+    gate = colgen.ROWGEN_MIN_ROWS
     for method in ("hinge-reg", "hinge-con"):
-        _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
-        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
-        _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
-        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 2000)
+        for min_rows in (gate, 0):  # without, then with row generation
+            monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", min_rows)
+            _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
     assert len(cold) > 8
 
 

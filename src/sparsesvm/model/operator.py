@@ -175,20 +175,28 @@ class DenseProducts:
         rng = np.random.default_rng(1)
         M, K = self.Phi.shape[1], self.n_classes
         dense_seconds = min(self.timings["forward"].values())
-        self._PhiT = np.ascontiguousarray(self.Phi.T)
+        PhiT = self.row_major_t()
         # zeros in runs of rows within a class, as group penalties leave them (an entrywise
         # random pattern would time mispredicted branches that such weights do not cause)
         runs = rng.random((-(-M // _SPARSE_TUNE_RUN), 1, K)) < SPARSE_TUNE_DENSITY
         mask = np.broadcast_to(runs, (runs.shape[0], _SPARSE_TUNE_RUN, K)).reshape(-1, K)[:M]
         Ws = np.ascontiguousarray(rng.standard_normal((M, K)) * mask)
         outT = np.empty((K, self.Phi.shape[0]))
-        seconds = _least_seconds(kernel, self._PhiT, Ws, outT, repeats=5)
+        seconds = _least_seconds(kernel, PhiT, Ws, outT, repeats=5)
         nnz = np.count_nonzero(Ws)
         self.sparse_max_nnz = int(0.9 * nnz * dense_seconds / max(seconds, 1e-9))
         self.timings["sparse_forward"] = {"seconds": seconds, "nnz": int(nnz),
                                           "max_nnz": self.sparse_max_nnz}
         if self.sparse_max_nnz == 0:
             self._PhiT = None
+
+    def row_major_t(self):
+        """``Phi^T`` as a C-ordered (M, L) array, made on the first call and kept (the
+        compiled product over the non-zero weights reads it; the accelerated solver's column
+        generation multiplies its sparse atoms by it)."""
+        if self._PhiT is None:
+            self._PhiT = np.ascontiguousarray(self.Phi.T)
+        return self._PhiT
 
     def forward_sparse(self, W):
         """``Phi @ W`` over the non-zero entries of ``W`` (compiled: numba needed).
@@ -199,10 +207,8 @@ class DenseProducts:
             from ..solvers import _kernels
 
             self._sparse_kernel = _kernels.sparse_forward()
-        if self._PhiT is None:
-            self._PhiT = np.ascontiguousarray(self.Phi.T)
         outT = np.empty((self.n_classes, self.Phi.shape[0]))
-        self._sparse_kernel(self._PhiT, np.ascontiguousarray(W, dtype=np.float64), outT)
+        self._sparse_kernel(self.row_major_t(), np.ascontiguousarray(W, dtype=np.float64), outT)
         return np.ascontiguousarray(outT.T)
 
     def forward(self, W, transposed=None):

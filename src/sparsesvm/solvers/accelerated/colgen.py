@@ -63,6 +63,15 @@ WARM_ITER_MIN = 10000
 WARM_ITER_PER_ROW = 10
 
 
+def _aged(age, idle):
+    """Consecutive solves each entry has been ``idle`` (bool, n entries): ``age`` (the counts
+    of the first ``len(age)`` entries; the others are new and start from 0) plus one where
+    idle, 0 elsewhere."""
+    prev = np.zeros(len(idle), dtype=int)
+    prev[:len(age)] = age
+    return np.where(idle, prev + 1, 0)
+
+
 def _atom_entries(geo, gid):
     """(j, k) index arrays of the entries of group gid (padding dropped) and their slots."""
     n1, s, n2 = geo.group_shape
@@ -98,7 +107,7 @@ class _Master:
     def __init__(self, L, K, y, ll, kk, kind, par, big=None):
         big = SLACK_COST_START if big is None else big
         self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
-        self.nh = self.nh0 = self.n_initial = len(ll)
+        self.nh = self.nh0 = len(ll)
         self.ll, self.kk, self.y = ll, kk, y
         self.xi = None
         self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
@@ -220,9 +229,7 @@ class _Master:
         status = self.h.getBasis().col_status[self.nbase:]
         basic = highs.highspy.HighsBasisStatus.kBasic
         idle = np.array([st != basic for st in status]) & (self._atom_value == 0.0)
-        age = np.zeros(n, dtype=int)
-        age[:len(self._atom_age)] = self._atom_age
-        self._atom_age = np.where(idle, age + 1, 0)
+        self._atom_age = _aged(self._atom_age, idle)
         return self._atom_age >= ATOM_DROP_AFTER
 
     def drop_atoms(self, drop):
@@ -448,23 +455,21 @@ class _ColumnGeneration:
         # atoms are priced in the same round as the rows (their columns include the new
         # rows; the new rows' multipliers are 0, so the dual V is the last solve's)
         new = pricing.price(a, master.ll, master.kk)
-        if grown and not new:
+        if rows is not None and not new and not master.atom_cols:  # W = 0 and nothing to price
+            grown = rows.grow(master, pricing, TX)
+        if new or grown:
+            master.add(new)
             return True
-        if rows is not None and not new and not master.atom_cols and rows.grow(master, pricing, TX):
+        if kind == "con" and slack > 0:
+            if master.big >= SLACK_COST_MAX:
+                raise ValueError(
+                    f"hinge-con: eta = {par:g} cannot be met: the smallest hinge loss "
+                    f"found is {par + slack:g} even with a multiplier of {master.big:g} "
+                    "on the constraint (eta is below the loss that the data allow, e.g. "
+                    "duplicated samples with different labels)")
+            master.raise_big()  # the elastic slack is still used: penalise it more
             return True
-        if not new:
-            if kind == "con" and slack > 0:
-                if master.big >= SLACK_COST_MAX:
-                    raise ValueError(
-                        f"hinge-con: eta = {par:g} cannot be met: the smallest hinge loss "
-                        f"found is {par + slack:g} even with a multiplier of {master.big:g} "
-                        "on the constraint (eta is below the loss that the data allow, e.g. "
-                        "duplicated samples with different labels)")
-                master.raise_big()  # the elastic slack is still used: penalise it more
-                return True
-            return False
-        master.add(new)
-        return True
+        return False
 
 
 def _initial_rows(op):
@@ -507,10 +512,8 @@ class _RowGeneration:
         """Mask of the master's rows to drop: rows with zero multiplier and a slack above
         :data:`ROWGEN_TOL` for :data:`ROWGEN_DROP_AFTER` consecutive solves."""
         ll, kk = master.ll, master.kk
-        if len(self.age) < len(ll):
-            self.age = np.concatenate([self.age, np.zeros(len(ll) - len(self.age), dtype=int)])
         loose = (a[ll, kk] <= 0.0) & (master.xi[ll] - 1.0 - TX[ll, kk] > ROWGEN_TOL)
-        self.age = np.where(loose, self.age + 1, 0)
+        self.age = _aged(self.age, loose)
         drop = self.age >= ROWGEN_DROP_AFTER
         self.has[ll[drop], kk[drop]] = False
         self.age = self.age[~drop]
@@ -557,7 +560,6 @@ class _Pricing:
         self.ar = np.arange(op.n_samples)
         self.atoms = []
         self.keys = set()
-        self._phi_t = None
 
     def master_point(self, master, kind, par):
         """Solve the master: ``(X (M+1, K), Y (L, K), a (L, K) the hinge multipliers, slack)``."""
@@ -589,15 +591,14 @@ class _Pricing:
         return self._columns(self.atoms, ll, kk)
 
     def _samples_t(self, smp):
-        """``Phi[smp].T`` in a layout fast for a sparse matrix times it (CSR, or C-ordered
-        dense: scipy copies an F-ordered right operand into C order at every product);
-        the transposed features are kept across calls."""
-        if self._phi_t is None:
-            Phi = self.op.Phi
-            self._phi_t = Phi.T.tocsr() if sp.issparse(Phi) else np.ascontiguousarray(Phi.T)
-        if len(smp) == self._phi_t.shape[1]:
-            return self._phi_t
-        return self._phi_t[:, smp]
+        """The columns ``smp`` of the operator's transposed features, in a layout fast for a
+        sparse matrix times it: the CSR ``[Phi^T; 1^T]`` of a sparse ``Phi`` (its last row,
+        the biases', is never read: the atoms have no entry there), or the C-ordered
+        ``Phi^T`` of a dense one (scipy copies an F-ordered right operand into C order at
+        every product), both made once per operator."""
+        products = self.op.products
+        full = products.PhiT1 if sp.issparse(self.op.Phi) else products.row_major_t()
+        return full if len(smp) == full.shape[1] else full[:, smp]
 
     #: atoms per sparse product in :meth:`_columns` (bounds its (samples, atoms, K) array)
     CHUNK = 64
@@ -610,7 +611,7 @@ class _Pricing:
         product of the rows' samples with a chunk of atoms (all classes at once).
         """
         geo, op = self.geo, self.op
-        Phi, y, K = op.Phi, op.y_idx, op.n_classes
+        y, K = op.y_idx, op.n_classes
         out = np.zeros((len(ll), len(atoms)))
         if not atoms or len(ll) == 0:
             return out
@@ -623,7 +624,7 @@ class _Pricing:
             js = np.concatenate([p[0] for p in parts])
             cols = np.concatenate([u * K + p[1] for u, p in enumerate(parts)])
             U = sp.csr_matrix((np.concatenate([p[2] for p in parts]), (cols, js)),
-                              shape=(na * K, Phi.shape[1]))
+                              shape=(na * K, PsT.shape[0]))
             P = U @ PsT  # (na * K, n_samples)
             P = (P.toarray() if sp.issparse(P) else np.asarray(P)).T.reshape(len(smp), na, K)
             out[:, start:start + na] = P[inv, :, kk] - P[inv, :, y[ll]]
