@@ -497,3 +497,25 @@ def test_portfolio_turns_double_and_the_engine_nearer_to_tol_goes_first(random_p
     # allotments 0.01, 0.02, 0.04 s (each fake turn runs to its end; load can only add to them)
     sec = r.settings["engine_seconds"]
     assert sec["cg"] >= 0.02 - 1e-9 and sec["pdhg"] >= 0.04 - 1e-9
+
+
+def test_portfolio_extends_the_turn_of_an_engine_predicted_to_finish(random_problem, monkeypatch):
+    """PDHG's gap fell tenfold in 0.01 s and is a decade from tol (1e-4): at that rate it
+    meets tol within its own time so far, so it keeps its turn, ahead of column generation's;
+    the same gaps falling only twofold give the turn to column generation first."""
+    Phi, y, K = random_problem(1, M=6)
+    shape = ((7, K), (len(y), K))
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
+    for pdhg_gaps, expect in (([1e-2, 1e-3, 0.0], ["cg", "pdhg", "pdhg", "pdhg"]),
+                              ([1e-2, 5e-3, 0.0], ["cg", "pdhg", "pdhg", "cg", "pdhg"])):
+        order = []
+        monkeypatch.setattr(acc, "_ColumnGeneration",
+                            lambda *a, o=order, **k: _FakeEngine("cg", [5.0, 4.0, 3.0, 2.0], o, shape))
+        monkeypatch.setattr(acc, "_WorkingSet",
+                            lambda *a, g=pdhg_gaps, o=order, **k: _FakeEngine("pdhg", g, o, shape))
+        r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
+        assert order == expect
+        assert r.converged and r.settings["engine"] == "pdhg"
+        # the extension is bounded: PORTFOLIO_EXTEND_CAP times the allotment of 0.02 s,
+        # less the overshoot of a busy-waiting turn
+        assert r.settings["engine_seconds"]["pdhg"] <= acc.PORTFOLIO_EXTEND_CAP * 0.02 + 0.05

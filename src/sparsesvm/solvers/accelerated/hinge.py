@@ -50,12 +50,14 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
 * ``"portfolio"`` (l1, l12, l1inf): ``"cg"`` and ``"pdhg"`` **in turns**
   (:class:`_Portfolio`): column generation alone for :data:`PORTFOLIO_FIRST_SLICE`
   seconds, then turns that double each engine's total time, each engine resuming where
-  it paused; the first to certify ``tol`` gives the result. No rule on the problem's
+  it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
+  keeps its turn (:data:`PORTFOLIO_EXTEND`); the first to certify ``tol`` gives the result.
+  No rule on the problem's
   size separates the l1 / l1inf problems that column generation certifies in seconds
   (real MNIST scattering, load_digits) from those where it stalls and PDHG does not
   (dense noisy problems with many support vectors): measured by
   ``benchmarks/bench_engines.py``, the engines differ by 4x to more than 100x either way;
-  the portfolio costs about twice the faster one (:class:`_Portfolio`). ``"cg"`` or
+  the portfolio costs 1.2 to 2 times the faster one (:class:`_Portfolio`). ``"cg"`` or
   ``"pdhg"`` forced makes the engine, hence the returned point, independent of timing.
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
   with switchable ingredients:
@@ -140,6 +142,15 @@ L12_CG_GROUPS_PER_ROW = 4
 #: inner="portfolio": seconds that column generation runs alone before PDHG's first turn
 #: (a problem that column generation certifies within it never starts PDHG)
 PORTFOLIO_FIRST_SLICE = 0.5
+
+#: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
+#: turn, would reach tol within PORTFOLIO_EXTEND times its own time so far keeps its turn, in
+#: steps of that predicted time, up to PORTFOLIO_EXTEND_CAP times the turns' allotment.
+#: Measured (benchmarks/bench_engines.py): PDHG's gap falls steadily, so the rate predicts its
+#: finish; column generation's stays high until it drops at once, and predicts its finish late
+#: in its run only (MNIST's L = 5000)
+PORTFOLIO_EXTEND = 1.0
+PORTFOLIO_EXTEND_CAP = 8.0
 
 #: a restricted working-set problem whose certificate stays infinite (hinge-con: no
 #: feasible scaling of the iterate) for this many consecutive checks is abandoned
@@ -429,6 +440,32 @@ class _Lane:
         self.trace = recorder.trace
         self.n_done = 0
         self.spent = 0.0  # seconds this engine has run
+        self.history = []  # (spent, certified gap) at the end of each of its runs
+
+    def run(self, eng, until, deadline):
+        """Advance engine ``eng`` until ``until`` (or the deadline); counts its time and
+        certified gap."""
+        t0 = time.perf_counter()
+        if deadline is not None:
+            until = min(until, deadline)
+        eng.advance(until)
+        self.spent += time.perf_counter() - t0
+        if eng.best is not None:
+            self.history.append((self.spent, float(eng.best.rel_gap)))
+
+    def predicted(self, tol):
+        """The engine's seconds to ``tol`` if its best certified gap went on falling at the
+        rate (in log) it fell since its previous turn (inf when it did not fall)."""
+        if len(self.history) < 2:
+            return np.inf
+        t = np.array([h[0] for h in self.history])
+        g = np.minimum.accumulate([h[1] for h in self.history])
+        before = np.flatnonzero(t <= 0.5 * t[-1] + 1e-12)
+        i = before[-1] if len(before) else 0
+        if not (np.isfinite(g[i]) and g[i] > g[-1] > 0.0 and t[-1] > t[i]):
+            return np.inf
+        rate = np.log(g[i] / g[-1]) / (t[-1] - t[i])
+        return max(np.log(g[-1] / tol), 0.0) / rate
 
     def record(self, gr, full, Xc=None):
         if full and gr.rel_gap < self.shared["rel_gap"]:
@@ -457,7 +494,13 @@ class _Portfolio:
     alone needs t seconds, the portfolio needs about 2 t when that engine also
     leads on the gap (3 t at most when it trails until its last turn), plus
     the first slice and the turns' overshoot (a pricing round, a check interval
-    of PDHG; a master LP only in the first round). Both stop on the certified gap of the full problem;
+    of PDHG; a master LP only in the first round). An engine whose gap, at the rate it
+    fell since its previous turn, would meet ``tol`` within :data:`PORTFOLIO_EXTEND` times
+    its time so far keeps its turn, in steps of that predicted time, up to
+    :data:`PORTFOLIO_EXTEND_CAP` times the allotment: then the other engine does not get
+    its next turn first (PDHG's gap falls steadily, so the prediction holds for it; measured
+    on ``benchmarks/bench_engines.py``'s problems where PDHG wins: about 1.2 t instead of
+    1.9 t). Both stop on the certified gap of the full problem;
     the result is the first to meet ``tol``, or the one with the smaller gap.
     ``max_iter`` caps each engine's own count (rounds, iterations), and the
     result's ``n_iter`` is the count of the engine that produced it,
@@ -490,18 +533,19 @@ class _Portfolio:
             # within its turn, before the other spends the new allotment
             lanes.sort(key=lambda le: le[1].best.rel_gap if le[1].best is not None else np.inf)
             for lane, eng in lanes:
-                t0 = time.perf_counter()
-                until = t0 + allot - lane.spent
-                if deadline is not None:
-                    until = min(until, deadline)
-                if eng.finished or until <= t0:
+                if eng.finished or lane.spent >= allot or _past(deadline):
                     continue
-                eng.advance(until)
-                lane.spent += time.perf_counter() - t0
+                lane.run(eng, time.perf_counter() + allot - lane.spent, deadline)
+                while not (eng.finished or _past(deadline)) and lane.spent < PORTFOLIO_EXTEND_CAP * allot:
+                    left = lane.predicted(tol)  # near tol and falling fast: the turn goes on
+                    if not left <= PORTFOLIO_EXTEND * lane.spent:
+                        break
+                    step = min(max(left, lane.spent), PORTFOLIO_EXTEND_CAP * allot - lane.spent)
+                    lane.run(eng, time.perf_counter() + step, deadline)
                 if eng.converged:
                     done = lane, eng
                     break
-            if deadline is not None and time.perf_counter() > deadline:
+            if _past(deadline):
                 break
             allot *= 2.0
         if done is None:  # neither met tol: the smaller certified gap
@@ -516,6 +560,11 @@ class _Portfolio:
         if best is None:  # no engine had a turn (the deadline passed first): X = 0's certificate
             best = _full_gap(op, geo, kind, par, eng.X, eng.Y)
         return recorder.result(kind, eng.X, eng.Y, best, n_iter, eng.converged, self.settings)
+
+
+def _past(t):
+    """Whether ``time.perf_counter()`` is past ``t`` (None: never)."""
+    return t is not None and time.perf_counter() > t
 
 
 class _WorkingSet:
