@@ -276,6 +276,29 @@ def test_row_generation_reaches_cvx_optimum(random_problem, monkeypatch, method,
     assert len(masters[0].atom_cols[0]) == masters[0].nh  # the atoms' columns follow the rows
 
 
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
+def test_row_generation_capped_per_round_reaches_cvx_optimum(random_problem, monkeypatch, method):
+    # at most two rows a round, the most violated: more rounds, the same optimum
+    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    monkeypatch.setattr(colgen, "ROWGEN_MAX_ADD", 2)
+    added = []
+    orig = colgen._RowGeneration.violated
+
+    def spy(self, TX, xi):
+        V = np.where(self.has, -np.inf, TX)
+        excess = 1.0 + V.max(axis=1) - xi  # each sample's most violated missing row
+        l, k = orig(self, TX, xi)
+        added.append(len(l))
+        if len(l):  # the rows taken are the most violated ones
+            rest = np.setdiff1d(np.arange(len(xi)), l)
+            assert excess[l].min() >= (excess[rest].max() if len(rest) else -np.inf)
+        return l, k
+
+    monkeypatch.setattr(colgen._RowGeneration, "violated", spy)
+    _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
+    assert max(added) == 2 and sum(added) > 2
+
+
 def test_row_generation_with_duplicates_and_a_zero_feature(random_problem, monkeypatch):
     # a sample repeated with another label (its hinge cannot vanish) and an all-zero feature
     Phi, y, K = random_problem(seed=13, L=20, M=9, K=4)

@@ -12,7 +12,8 @@ columns that stay nonbasic at 0 for :data:`ATOM_DROP_AFTER` solves are deleted
 On large problems (more than :data:`ROWGEN_MIN_ROWS` hinge pieces L(K-1))
 the master also generates its rows: it starts from one hinge piece per
 sample and adds, after each master solve, the most violated missing piece of
-each sample, priced in the same round as new atoms; rows (the initial ones included)
+each sample (of at most :data:`ROWGEN_MAX_ADD` samples, the most violated), priced in the
+same round as new atoms; rows (the initial ones included)
 that stay loose with a zero multiplier for :data:`ROWGEN_DROP_AFTER` solves are
 dropped, so that the master holds about the rows of the support vectors
 (a minority of the samples on MNIST's larger training sets). Absent rows have multiplier 0,
@@ -30,7 +31,7 @@ from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from . import highs
 
 __all__ = ["_Master", "_Pricing", "_column_generation", "_ColumnGeneration", "SLACK_COST_START",
-           "SLACK_COST_MAX", "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_DROP_AFTER"]
+           "SLACK_COST_MAX", "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_MAX_ADD", "ROWGEN_DROP_AFTER"]
 
 #: first cost of the elastic slack of the hinge-con master (it is multiplied by 10
 #: while the slack stays in use with no atom left to price, up to SLACK_COST_MAX)
@@ -49,6 +50,13 @@ ROWGEN_MIN_ROWS = 2000
 
 #: a missing hinge row is added when the master point violates it by more than this
 ROWGEN_TOL = 1e-9
+
+#: at most this many missing hinge rows are added after a master solve, the most violated
+#: first (in the first rounds, with few atoms, nearly every sample violates one). Measured on
+#: MNIST scattering features, l1inf/81, hinge-reg lam = 1, tol 1e-4, inner="cg", against no
+#: cap (both at once, one per core): L = 5000 119 s against 131 s, L = 2000 26 against 29 s,
+#: L = 1000 9.7 against 10.4 s, the same at L = 500 (where it does not bind)
+ROWGEN_MAX_ADD = 500
 
 #: a hinge row whose multiplier is 0 and slack above ROWGEN_TOL at this many
 #: consecutive master solutions is dropped (it is added again if violated later)
@@ -528,11 +536,15 @@ class _RowGeneration:
 
     def violated(self, TX, xi):
         """The most violated missing row of each sample, where ``1 + TX[l, k] - xi_l`` exceeds
-        :data:`ROWGEN_TOL` (``TX = op.T(X)`` at the master's point, ``xi`` its hinge values)."""
+        :data:`ROWGEN_TOL` (``TX = op.T(X)`` at the master's point, ``xi`` its hinge values);
+        of the :data:`ROWGEN_MAX_ADD` most violated samples when more violate one."""
         V = np.where(self.has, -np.inf, TX)
         k = np.argmax(V, axis=1)
         ar = np.arange(len(k))
-        l = np.flatnonzero(1.0 + V[ar, k] - xi > ROWGEN_TOL)
+        excess = 1.0 + V[ar, k] - xi
+        l = np.flatnonzero(excess > ROWGEN_TOL)
+        if len(l) > ROWGEN_MAX_ADD:
+            l = np.sort(l[np.argsort(-excess[l], kind="stable")[:ROWGEN_MAX_ADD]])
         k = k[l]
         self.has[l, k] = True
         return l, k
