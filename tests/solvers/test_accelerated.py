@@ -480,6 +480,37 @@ def test_working_set_pdhg_resumed_in_pieces_reaches_the_optimum(random_problem):
     assert abs(ws.best.primal - pstar) <= 1e-6 * pstar
 
 
+@pytest.mark.parametrize("kind,par", [("reg", 2.0), ("con", 6.0)])
+def test_pdhg_paused_at_every_check_and_resumed_follows_the_same_iterates(random_problem, kind, par):
+    """A deadline already past pauses PDHG at each certificate check; resumed from its
+    stored state it makes the iterates of one uninterrupted run (restarts included)."""
+    from sparsesvm.model.operator import MulticlassOperator
+    from sparsesvm.solvers.accelerated.pdhg import _pdhg, _Problem
+
+    Phi, y, K = random_problem(4, L=20, M=8, K=3)
+    op = MulticlassOperator(Phi, y, K)
+    prob = _Problem(op, make_penalty("l1inf", 2, 8, K), kind, par, "none")
+    opts = dict(acc.DEFAULTS, check_every=16)
+    X0, Y0 = np.zeros((9, K)), np.zeros((20, K))
+    n = 16 * 40
+    Xa, Ya, _, na, _, _ = _pdhg(prob, X0, Y0, 1.0, 0.0, n, None, opts)
+    resume, done, pauses = {}, 0, 0
+    X, Y = X0, Y0
+    while done < n:
+        X, Y, _, nit, _, reason = _pdhg(prob, X, Y, 1.0, 0.0, n - done, 0.0, opts, resume=resume)
+        done += nit
+        pauses += reason == "time"
+    assert na == n and pauses == 40
+    np.testing.assert_allclose(X, Xa, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(Y, Ya, rtol=0, atol=1e-12)
+    # without the state each pause restarts PDHG at its output: other iterates
+    X, Y, done = X0, Y0, 0
+    while done < n:
+        X, Y, _, nit, _, _ = _pdhg(prob, X, Y, 1.0, 0.0, n - done, 0.0, opts)
+        done += nit
+    assert np.abs(X - Xa).max() > 1e-8
+
+
 class _FakeEngine:
     """An engine for the portfolio's scheduler: each turn runs to its end and leaves the next
     certified gap of ``gaps``; converged when the gap reaches 0."""

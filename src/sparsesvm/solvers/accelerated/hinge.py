@@ -488,8 +488,8 @@ class _Portfolio:
     generation runs alone for :data:`PORTFOLIO_FIRST_SLICE` seconds; then the
     engines take turns, each turn bringing the engine's total time to the
     allotment, which doubles after every pair of turns. Each engine resumes
-    where it paused (the master LP from HiGHS' basis, PDHG from its point, a
-    restart). In each pair of turns the engine with the smaller certified gap
+    where it paused (the master LP from HiGHS' basis, PDHG from its iteration
+    state). In each pair of turns the engine with the smaller certified gap
     goes first (column generation before any gap), so if the faster engine
     alone needs t seconds, the portfolio needs about 2 t when that engine also
     leads on the gap (3 t at most when it trails until its last turn), plus
@@ -629,8 +629,8 @@ class _WorkingSet:
     def advance(self, until):
         """Run the loop until :attr:`finished` (converged, ``max_iter``, the deadline, or the
         full problem stopped) or the clock passes ``until`` (``time.perf_counter()`` time, or
-        None): PDHG then stops at its next check and a later call goes on from its point
-        (a restart there) on the same working set."""
+        None): PDHG then stops at its next check and a later call goes on from its state
+        (the Halpern iterate and anchor, as if it had not stopped) on the same working set."""
         M, K, kind, par = self.M, self.op.n_classes, self.kind, self.par
         tol, recorder = self.tol, self.recorder
         while not self.finished:
@@ -639,6 +639,7 @@ class _WorkingSet:
             rows = np.append(cols, M)  # restricted weights and the biases
             if self._current is None:  # the restricted problem (its norm) once per working set
                 self._current = self.restricted(cols, full, self.settings["precondition"])
+                self._resume = {}  # PDHG's state when paused, for the next call on this set
             op_s, prob = self._current
             if self.omega is None:
                 # dual scale / primal scale at the first guess
@@ -649,7 +650,7 @@ class _WorkingSet:
             on_check = _CheckHook(recorder, self.total, rows, full, (M + 1, K))
             Xs, self.Y, self.omega, nit, gr, reason = _pdhg(
                 prob, self.X[rows], self.Y, self.omega, inner_tol, self.max_iter - self.total, until,
-                self.settings, on_check)
+                self.settings, on_check, resume=self._resume)
             self.total += nit
             recorder.n_done = self.total
             X = np.zeros((M + 1, K))
