@@ -356,18 +356,56 @@ def test_idle_atoms_are_deleted_and_the_optimum_kept(random_problem, monkeypatch
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
 def test_stalled_warm_start_is_solved_cold(random_problem, monkeypatch):
-    # every warm-started master solve cut at its first iteration: the cold solve takes over
+    # without row generation: every warm-started master solve cut at its first iteration,
+    # the cold dual simplex takes over
     monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)
     monkeypatch.setattr(colgen, "WARM_ITER_PER_ROW", 0)
     cold = []
     run_cold = colgen._Master._run_cold
     monkeypatch.setattr(colgen._Master, "_run_cold", lambda self: cold.append(1) or run_cold(self))
-    gate = colgen.ROWGEN_MIN_ROWS
+    monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: pytest.fail("interior point"))
     for method in ("hinge-reg", "hinge-con"):
-        for min_rows in (gate, 0):  # without, then with row generation
-            monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", min_rows)
-            _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
-    assert len(cold) > 8
+        _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
+    assert len(cold) > 4
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypatch):
+    # with row generation: every warm-started master solve cut at its first iteration,
+    # interior point with crossover takes over, for IPM_BEFORE_WARM solves, then a warm start
+    # is tried again; a solve that prices nothing is confirmed by an uncapped simplex
+    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    monkeypatch.setattr(colgen, "IPM_WARM_ITER_MIN", 1)
+    monkeypatch.setattr(colgen, "IPM_WARM_ITER_PER_ROW", 0)
+    calls = []
+    run_ipm, run_warm = colgen._Master._run_ipm, colgen._Master._run_warm
+    monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: calls.append("ipm") or run_ipm(self))
+    monkeypatch.setattr(colgen._Master, "_run_warm",
+                        lambda self, capped: calls.append(("warm", capped)) or run_warm(self, capped))
+    for method in ("hinge-reg", "hinge-con"):
+        for seed in (1, 4):
+            _check_against_cvx(random_problem, method, "l1inf", 3, "cg", seed=seed, L=24, M=10, K=4)
+    assert calls.count("ipm") > 8 and calls.count(("warm", False)) >= 1
+    # after a stalled warm start (always followed by "ipm"): IPM_BEFORE_WARM - 1 more interior
+    # point solves before the next capped warm start
+    runs = "".join("i" if c == "ipm" else "w" if c == ("warm", True) else "x" for c in calls)
+    assert "wi" + "i" * (colgen.IPM_BEFORE_WARM - 1) + "w" in runs
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_master_solved_cold_when_interior_point_fails(random_problem, monkeypatch):
+    # with row generation, warm starts cut at one iteration and the interior-point method
+    # doing nothing: the cold dual simplex takes over
+    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    monkeypatch.setattr(colgen, "IPM_WARM_ITER_MIN", 1)
+    monkeypatch.setattr(colgen, "IPM_WARM_ITER_PER_ROW", 0)
+    monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: None)
+    cold = []
+    run_cold = colgen._Master._run_cold
+    monkeypatch.setattr(colgen._Master, "_run_cold", lambda self: cold.append(1) or run_cold(self))
+    for method in ("hinge-reg", "hinge-con"):
+        _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
+    assert len(cold) > 4
 
 
 def test_row_generation_linprog_fallback(random_problem, monkeypatch):

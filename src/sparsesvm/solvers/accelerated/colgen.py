@@ -66,9 +66,23 @@ ROWGEN_DROP_AFTER = 3
 #: (it may be priced again later)
 ATOM_DROP_AFTER = 3
 
-#: iteration cap of a warm-started master solve: max(WARM_ITER_MIN, WARM_ITER_PER_ROW x rows)
+#: iteration cap of a warm-started master solve: max(WARM_ITER_MIN, WARM_ITER_PER_ROW x rows);
+#: past it the master is solved cold by the dual simplex
 WARM_ITER_MIN = 10000
 WARM_ITER_PER_ROW = 10
+
+#: with row generation the cap is max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW x rows), and past
+#: it the master is solved by HiGHS' interior-point method with crossover (a basis for the next
+#: warm start), and so are the next IPM_BEFORE_WARM - 1 solves before a warm start is tried
+#: again. Measured on MNIST's L = 5000 (l1inf/81, hinge-reg lam = 1), masters of about 700 rows
+#: and 1300 atoms written mid-run: the warm primal simplex 2.3-4.5 s (3000-4000 iterations,
+#: about 15 per new atom), a cold dual simplex 2.8 s, interior point with crossover 1.1-1.8 s;
+#: late in the run, with few new atoms, the warm start 0.1-1 s. Not without row generation:
+#: on a dense noisy problem (300 x 2000 x 5, l1, 1200 rows) its gap then stalled at 0.3-0.5
+#: (the simplex alone certifies it in 5 s)
+IPM_WARM_ITER_MIN = 500
+IPM_WARM_ITER_PER_ROW = 1
+IPM_BEFORE_WARM = 3
 
 
 def _aged(age, idle):
@@ -112,14 +126,18 @@ class _Master:
     ``nh0`` of them, so rows added later follow it.
     """
 
-    def __init__(self, L, K, y, ll, kk, kind, par, big=None):
+    def __init__(self, L, K, y, ll, kk, kind, par, big=None, ipm=False):
         big = SLACK_COST_START if big is None else big
+        self.ipm = ipm  # stalled warm starts go to the interior-point method (IPM_WARM_ITER_MIN)
         self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
         self.nh = self.nh0 = len(ll)
         self.ll, self.kk, self.y = ll, kk, y
         self.xi = None
         self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
         self._dual_next = False
+        self._ipm_run = 0  # interior-point solves since the last warm start that stalled (0: none)
+        self.exact_next = False  # the next solve by the simplex method, uncapped (see solve())
+        self.last_ipm = False  # whether the last solve ended in the interior-point method
         nh = self.nh
         # base columns: b (K), xi (L), [s]
         rows = [np.arange(nh), np.arange(nh), np.arange(nh)]
@@ -292,17 +310,19 @@ class _Master:
         self.h.run()
         self.h.setOptionValue("simplex_strategy", 4)
 
-    def _solve_incremental(self):
-        """Warm-started simplex (primal after new atoms, dual after new rows); on numerical
-        trouble, or past its iteration cap (:data:`WARM_ITER_MIN`), a cold dual simplex."""
-        opt = highs.highspy.HighsModelStatus.kOptimal
-        if self.deadline is not None:
-            # HiGHS' time limit is on its run clock, which adds up over the runs
-            left = max(self.deadline - time.perf_counter(), 1e-3)
-            self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
-        # a warm start that stalls (seen: a dual simplex cycling through degenerate
-        # iterations at MNIST's L = 5000) is cut and the master solved cold below
-        self.h.setOptionValue("simplex_iteration_limit", max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
+    def _run_ipm(self):
+        """HiGHS' interior-point method from scratch, with crossover to a basis."""
+        self.h.setOptionValue("solver", "ipm")
+        self.h.run()
+        self.h.setOptionValue("solver", "simplex")
+
+    def _run_warm(self, capped):
+        """The simplex method from the current basis (primal after new atoms, dual after new
+        rows only), ``capped`` at :data:`WARM_ITER_MIN` / :data:`WARM_ITER_PER_ROW`."""
+        if capped:
+            cap = (max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW * self.nrow) if self.ipm
+                   else max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
+            self.h.setOptionValue("simplex_iteration_limit", cap)
         if self._dual_next:  # rows were added: the basis is dual feasible
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
@@ -310,12 +330,40 @@ class _Master:
         else:
             self.h.run()
         self.h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
-        if self.deadline is not None and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kTimeLimit:
+
+    def _solve_incremental(self):
+        """A warm-started simplex, or the interior-point method where warm starts stall
+        (:data:`IPM_BEFORE_WARM`); on numerical trouble a cold dual simplex."""
+        status = highs.highspy.HighsModelStatus
+        opt = status.kOptimal
+        if self.deadline is not None:
+            # HiGHS' time limit is on its run clock, which adds up over the runs
+            left = max(self.deadline - time.perf_counter(), 1e-3)
+            self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
+        self.last_ipm = False
+        if self.exact_next:
+            self._run_warm(capped=False)
+        elif 0 < self._ipm_run < IPM_BEFORE_WARM:  # the last warm start stalled
+            self._run_ipm()
+            self._ipm_run += 1
+            self.last_ipm = True
+        else:
+            self._run_warm(capped=True)
+            self._ipm_run = 0
+            if self.ipm and self.h.getModelStatus() == status.kIterationLimit:
+                # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
+                # atoms, a dual simplex cycling through degenerate ones) is cut
+                self._run_ipm()
+                self._ipm_run = 1
+                self.last_ipm = True
+        self.exact_next = False
+        if self.deadline is not None and self.h.getModelStatus() == status.kTimeLimit:
             raise TimeoutError("master LP: time limit")  # solve() again goes on from HiGHS' basis
         self._dual_next = False
         if self.h.getModelStatus() != opt:
+            self.last_ipm = False
             self._run_cold()
-            if self.deadline is not None and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kTimeLimit:
+            if self.deadline is not None and self.h.getModelStatus() == status.kTimeLimit:
                 raise TimeoutError("master LP: time limit")
             if self.h.getModelStatus() != opt:
                 return None
@@ -399,7 +447,7 @@ class _ColumnGeneration:
             row_generation = L * (K - 1) > ROWGEN_MIN_ROWS
         self.rows = _RowGeneration(op, _initial_rows(op)) if row_generation else None
         if row_generation:
-            self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par)
+            self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par, ipm=True)
         else:
             self.master = _Master(L, K, y, ll, kk, kind, par)
         self.best = None
@@ -467,6 +515,9 @@ class _ColumnGeneration:
             grown = rows.grow(master, pricing, TX)
         if new or grown:
             master.add(new)
+            return True
+        if master.last_ipm:  # nothing priced at a crossover's point: confirmed by the simplex
+            master.exact_next = True
             return True
         if kind == "con" and slack > 0:
             if master.big >= SLACK_COST_MAX:
