@@ -377,6 +377,7 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
     monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
     monkeypatch.setattr(colgen, "IPM_WARM_ITER_MIN", 1)
     monkeypatch.setattr(colgen, "IPM_WARM_ITER_PER_ROW", 0)
+    monkeypatch.setattr(colgen, "IPM_MIN_NNZ", 0)
     calls = []
     run_ipm, run_warm = colgen._Master._run_ipm, colgen._Master._run_warm
     monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: calls.append("ipm") or run_ipm(self))
@@ -399,6 +400,7 @@ def test_master_solved_cold_when_interior_point_fails(random_problem, monkeypatc
     monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
     monkeypatch.setattr(colgen, "IPM_WARM_ITER_MIN", 1)
     monkeypatch.setattr(colgen, "IPM_WARM_ITER_PER_ROW", 0)
+    monkeypatch.setattr(colgen, "IPM_MIN_NNZ", 0)
     monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: None)
     cold = []
     run_cold = colgen._Master._run_cold

@@ -71,15 +71,19 @@ ATOM_DROP_AFTER = 3
 WARM_ITER_MIN = 10000
 WARM_ITER_PER_ROW = 10
 
-#: with row generation the cap is max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW x rows), and past
+#: with row generation and at least IPM_MIN_NNZ non-zeros in the master, the cap is
+#: max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW x rows), and past
 #: it the master is solved by HiGHS' interior-point method with crossover (a basis for the next
 #: warm start), and so are the next IPM_BEFORE_WARM - 1 solves before a warm start is tried
 #: again. Measured on MNIST's L = 5000 (l1inf/81, hinge-reg lam = 1), masters of about 700 rows
 #: and 1300 atoms written mid-run: the warm primal simplex 2.3-4.5 s (3000-4000 iterations,
 #: about 15 per new atom), a cold dual simplex 2.8 s, interior point with crossover 1.1-1.8 s;
-#: late in the run, with few new atoms, the warm start 0.1-1 s. Not without row generation:
-#: on a dense noisy problem (300 x 2000 x 5, l1, 1200 rows) its gap then stalled at 0.3-0.5
-#: (the simplex alone certifies it in 5 s)
+#: late in the run, with few new atoms, the warm start 0.1-1 s (the masters had 136000 to
+#: 371000 non-zeros; the interior point was faster from 180000 on). Not on smaller masters
+#: (MNIST's L = 500 hinge-con, at most 99000 non-zeros: 0.1-0.7 s either way, more rounds),
+#: nor without row generation (a dense noisy problem, 300 x 2000 x 5, l1, 1200 rows: its gap
+#: then stalled at 0.3-0.5, where the simplex alone certifies it in 5 s)
+IPM_MIN_NNZ = 150000
 IPM_WARM_ITER_MIN = 500
 IPM_WARM_ITER_PER_ROW = 1
 IPM_BEFORE_WARM = 3
@@ -134,6 +138,7 @@ class _Master:
         self.ll, self.kk, self.y = ll, kk, y
         self.xi = None
         self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
+        self.hard_deadline = None  # the same for the interior-point method: the run's own deadline
         self._dual_next = False
         self._ipm_run = 0  # interior-point solves since the last warm start that stalled (0: none)
         self.exact_next = False  # the next solve by the simplex method, uncapped (see solve())
@@ -311,16 +316,24 @@ class _Master:
         self.h.setOptionValue("simplex_strategy", 4)
 
     def _run_ipm(self):
-        """HiGHS' interior-point method from scratch, with crossover to a basis."""
+        """HiGHS' interior-point method from scratch, with crossover to a basis; limited by
+        :attr:`hard_deadline` only (stopped, it would start again from scratch, where a
+        simplex goes on from its basis: an engine portfolio's turn may end inside it)."""
+        left = np.inf if self.hard_deadline is None else max(self.hard_deadline - time.perf_counter(), 1e-3)
+        self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
         self.h.setOptionValue("solver", "ipm")
         self.h.run()
         self.h.setOptionValue("solver", "simplex")
+
+    def _large(self):
+        """Whether stalled warm starts go to the interior-point method (:data:`IPM_MIN_NNZ`)."""
+        return self.ipm and self.h.getNumNz() >= IPM_MIN_NNZ
 
     def _run_warm(self, capped):
         """The simplex method from the current basis (primal after new atoms, dual after new
         rows only), ``capped`` at :data:`WARM_ITER_MIN` / :data:`WARM_ITER_PER_ROW`."""
         if capped:
-            cap = (max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW * self.nrow) if self.ipm
+            cap = (max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW * self.nrow) if self._large()
                    else max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
             self.h.setOptionValue("simplex_iteration_limit", cap)
         if self._dual_next:  # rows were added: the basis is dual feasible
@@ -343,14 +356,14 @@ class _Master:
         self.last_ipm = False
         if self.exact_next:
             self._run_warm(capped=False)
-        elif 0 < self._ipm_run < IPM_BEFORE_WARM:  # the last warm start stalled
+        elif 0 < self._ipm_run < IPM_BEFORE_WARM and self._large():  # the last warm start stalled
             self._run_ipm()
             self._ipm_run += 1
             self.last_ipm = True
         else:
             self._run_warm(capped=True)
             self._ipm_run = 0
-            if self.ipm and self.h.getModelStatus() == status.kIterationLimit:
+            if self._large() and self.h.getModelStatus() == status.kIterationLimit:
                 # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
                 # atoms, a dual simplex cycling through degenerate ones) is cut
                 self._run_ipm()
@@ -467,7 +480,7 @@ class _ColumnGeneration:
                 self.finished = True
                 break
             if self.rounds:  # from the second solve on: one point is certified
-                master.deadline = until
+                master.deadline, master.hard_deadline = until, self.deadline
             try:
                 X, Y, a, slack = pricing.master_point(master, kind, par)
             except TimeoutError:  # HiGHS stopped at the time limit: the last certified point
