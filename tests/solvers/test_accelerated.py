@@ -354,16 +354,41 @@ def test_idle_atoms_are_deleted_and_the_optimum_kept(random_problem, monkeypatch
     assert sum(dropped) > 0
 
 
+def _stall_warm_starts(monkeypatch, row_generation):
+    """Every warm-started master solve cut at its first iteration; with row generation
+    (forced on) on the interior-point path whatever the master's size."""
+    if row_generation:
+        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+        for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0)):
+            monkeypatch.setattr(colgen, name, value)
+    else:
+        monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)
+        monkeypatch.setattr(colgen, "WARM_ITER_PER_ROW", 0)
+
+
+def _spy(monkeypatch, name, calls, tag):
+    """Append ``tag`` (or ``(tag, *arguments)``) to ``calls`` at each call of ``_Master.<name>``."""
+    run = getattr(colgen._Master, name)
+
+    def spy(self, *args, **kw):
+        calls.append((tag, *args, *kw.values()) if args or kw else tag)
+        return run(self, *args, **kw)
+
+    monkeypatch.setattr(colgen._Master, name, spy)
+
+
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
-def test_stalled_warm_start_is_solved_cold(random_problem, monkeypatch):
-    # without row generation: every warm-started master solve cut at its first iteration,
-    # the cold dual simplex takes over
-    monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)
-    monkeypatch.setattr(colgen, "WARM_ITER_PER_ROW", 0)
+@pytest.mark.parametrize("row_generation", [False, True])
+def test_stalled_warm_start_is_solved_cold(random_problem, monkeypatch, row_generation):
+    # without row generation the cold dual simplex takes over; with it, when the
+    # interior-point method does nothing, too
+    _stall_warm_starts(monkeypatch, row_generation)
     cold = []
-    run_cold = colgen._Master._run_cold
-    monkeypatch.setattr(colgen._Master, "_run_cold", lambda self: cold.append(1) or run_cold(self))
-    monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: pytest.fail("interior point"))
+    _spy(monkeypatch, "_run_cold", cold, "cold")
+    if row_generation:
+        monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: None)
+    else:
+        monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: pytest.fail("interior point"))
     for method in ("hinge-reg", "hinge-con"):
         _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
     assert len(cold) > 4
@@ -371,18 +396,13 @@ def test_stalled_warm_start_is_solved_cold(random_problem, monkeypatch):
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
 def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypatch):
-    # with row generation: every warm-started master solve cut at its first iteration,
-    # interior point with crossover takes over, for IPM_BEFORE_WARM solves, then a warm start
-    # is tried again; a solve that prices nothing is confirmed by an uncapped simplex
-    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
-    monkeypatch.setattr(colgen, "IPM_WARM_ITER_MIN", 1)
-    monkeypatch.setattr(colgen, "IPM_WARM_ITER_PER_ROW", 0)
-    monkeypatch.setattr(colgen, "IPM_MIN_NNZ", 0)
+    # with row generation: interior point with crossover takes over, for IPM_BEFORE_WARM
+    # solves, then a warm start is tried again; a solve that prices nothing is confirmed
+    # by an uncapped simplex
+    _stall_warm_starts(monkeypatch, True)
     calls = []
-    run_ipm, run_warm = colgen._Master._run_ipm, colgen._Master._run_warm
-    monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: calls.append("ipm") or run_ipm(self))
-    monkeypatch.setattr(colgen._Master, "_run_warm",
-                        lambda self, capped: calls.append(("warm", capped)) or run_warm(self, capped))
+    _spy(monkeypatch, "_run_ipm", calls, "ipm")
+    _spy(monkeypatch, "_run_warm", calls, "warm")
     for method in ("hinge-reg", "hinge-con"):
         for seed in (1, 4):
             _check_against_cvx(random_problem, method, "l1inf", 3, "cg", seed=seed, L=24, M=10, K=4)
@@ -391,23 +411,6 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
     # point solves before the next capped warm start
     runs = "".join("i" if c == "ipm" else "w" if c == ("warm", True) else "x" for c in calls)
     assert "wi" + "i" * (colgen.IPM_BEFORE_WARM - 1) + "w" in runs
-
-
-@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
-def test_master_solved_cold_when_interior_point_fails(random_problem, monkeypatch):
-    # with row generation, warm starts cut at one iteration and the interior-point method
-    # doing nothing: the cold dual simplex takes over
-    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
-    monkeypatch.setattr(colgen, "IPM_WARM_ITER_MIN", 1)
-    monkeypatch.setattr(colgen, "IPM_WARM_ITER_PER_ROW", 0)
-    monkeypatch.setattr(colgen, "IPM_MIN_NNZ", 0)
-    monkeypatch.setattr(colgen._Master, "_run_ipm", lambda self: None)
-    cold = []
-    run_cold = colgen._Master._run_cold
-    monkeypatch.setattr(colgen._Master, "_run_cold", lambda self: cold.append(1) or run_cold(self))
-    for method in ("hinge-reg", "hinge-con"):
-        _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
-    assert len(cold) > 4
 
 
 def test_row_generation_linprog_fallback(random_problem, monkeypatch):

@@ -56,7 +56,7 @@ ROWGEN_TOL = 1e-9
 #: at most this many missing hinge rows are added after a master solve, the most violated
 #: first (in the first rounds, with few atoms, nearly every sample violates one). Measured on
 #: MNIST scattering features, l1inf/81, hinge-reg lam = 1, tol 1e-4, inner="cg", against no
-#: cap (both at once, one per core): L = 5000 119 s against 131 s, L = 2000 26 against 29 s,
+#: cap (86c5900 beside its parent, one per core): L = 5000 119 s against 131 s, L = 2000 26 against 29 s,
 #: L = 1000 9.7 against 10.4 s, the same at L = 500 (where it does not bind)
 ROWGEN_MAX_ADD = 500
 
@@ -77,14 +77,13 @@ WARM_ITER_PER_ROW = 10
 #: max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW x rows), and past
 #: it the master is solved by HiGHS' interior-point method with crossover (a basis for the next
 #: warm start), and so are the next IPM_BEFORE_WARM - 1 solves before a warm start is tried
-#: again. Measured on MNIST's L = 5000 (l1inf/81, hinge-reg lam = 1), masters of about 700 rows
-#: and 1300 atoms written mid-run: the warm primal simplex 2.3-4.5 s (3000-4000 iterations,
-#: about 15 per new atom), a cold dual simplex 2.8 s, interior point with crossover 1.1-1.8 s;
-#: late in the run, with few new atoms, the warm start 0.1-1 s (the masters had 136000 to
-#: 371000 non-zeros; the interior point was faster from 180000 on). Not on smaller masters
-#: (MNIST's L = 500 hinge-con, at most 99000 non-zeros: 0.1-0.7 s either way, more rounds),
-#: nor without row generation (a dense noisy problem, 300 x 2000 x 5, l1, 1200 rows: its gap
-#: then stalled at 0.3-0.5, where the simplex alone certifies it in 5 s)
+#: again. Measured on MNIST's L = 5000 (l1inf/81, hinge-reg lam = 1), masters of 700-1700 rows
+#: written at rounds 10-50 of a run of this version, one solve each: with 175000-371000
+#: non-zeros the warm primal simplex 3.0-18.0 s, interior point with crossover 1.2-2.1 s; with
+#: 126000 (round 50, few new atoms) 0.87 against 1.61 s. Not on smaller masters (MNIST's
+#: L = 500 hinge-con, at most 99000 non-zeros, measured without the threshold: 0.1-0.7 s either
+#: way, more rounds), nor without row generation (a dense noisy problem, 300 x 2000 x 5, l1,
+#: 1200 rows: its gap then stalled at 0.3-0.5, where the simplex alone certifies it in 5 s)
 IPM_MIN_NNZ = 150000
 IPM_WARM_ITER_MIN = 500
 IPM_WARM_ITER_PER_ROW = 1

@@ -499,8 +499,8 @@ class _Portfolio:
     its time so far keeps its turn, in steps of that predicted time, up to
     :data:`PORTFOLIO_EXTEND_CAP` times the allotment: then the other engine does not get
     its next turn first (PDHG's gap falls steadily, so the prediction holds for it; measured
-    on ``benchmarks/bench_engines.py``'s problems where PDHG wins: about 1.2 t instead of
-    1.9 t). Both stop on the certified gap of the full problem;
+    on ``benchmarks/bench_engines.py``'s three problems where PDHG wins: 1.05-1.24 t, see the
+    README). Both stop on the certified gap of the full problem;
     the result is the first to meet ``tol``, or the one with the smaller gap.
     ``max_iter`` caps each engine's own count (rounds, iterations), and the
     result's ``n_iter`` is the count of the engine that produced it,
