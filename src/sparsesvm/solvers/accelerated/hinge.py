@@ -147,8 +147,7 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: turn, would reach tol within PORTFOLIO_EXTEND times its own time so far keeps its turn, in
 #: steps of that predicted time, up to PORTFOLIO_EXTEND_CAP times the turns' allotment.
 #: Measured (benchmarks/bench_engines.py): PDHG's gap falls steadily, so the rate predicts its
-#: finish; column generation's stays high until it drops at once, and predicts its finish late
-#: in its run only (MNIST's L = 5000)
+#: finish; column generation's stays high until it drops at once, and seldom predicts it
 PORTFOLIO_EXTEND = 1.0
 PORTFOLIO_EXTEND_CAP = 8.0
 
