@@ -90,6 +90,11 @@ IPM_WARM_ITER_PER_ROW = 1
 IPM_BEFORE_WARM = 3
 
 
+def _past(t):
+    """Whether ``time.perf_counter()`` is past ``t`` (None: never)."""
+    return t is not None and time.perf_counter() > t
+
+
 def _aged(age, idle):
     """Consecutive solves each entry has been ``idle`` (bool, n entries): ``age`` (the counts
     of the first ``len(age)`` entries; the others are new and start from 0) plus one where
@@ -485,7 +490,7 @@ class _ColumnGeneration:
             try:
                 X, Y, a, slack = pricing.master_point(master, kind, par)
             except TimeoutError:  # HiGHS stopped at the time limit: the last certified point
-                self.finished = self._past(self.deadline)
+                self.finished = _past(self.deadline)
                 break
             self.rounds += 1
             TX = op.T(X) if rows is not None else None
@@ -498,18 +503,14 @@ class _ColumnGeneration:
             if best.rel_gap <= self.tol:
                 self.converged = self.finished = True
                 break
-            if self._past(self.deadline):
+            if _past(self.deadline):
                 self.finished = True
                 break
             if not self._next_columns(TX, a, slack):
                 self.finished = True
                 break
-            if self._past(until):
+            if _past(until):
                 break
-
-    @staticmethod
-    def _past(t):
-        return t is not None and time.perf_counter() > t
 
     def _next_columns(self, TX, a, slack):
         """Grow the master for its next solve (rows, atoms, or the slack's cost);
