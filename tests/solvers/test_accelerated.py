@@ -400,6 +400,7 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
     # solves, then a warm start is tried again; a solve that prices nothing is confirmed
     # by an uncapped simplex
     _stall_warm_starts(monkeypatch, True)
+    monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)  # however many new atoms
     calls = []
     _spy(monkeypatch, "_run_ipm", calls, "ipm")
     _spy(monkeypatch, "_run_warm", calls, "warm")
@@ -411,6 +412,32 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
     # point solves before the next capped warm start
     runs = "".join("i" if c == "ipm" else "w" if c == ("warm", True) else "x" for c in calls)
     assert "wi" + "i" * (colgen.IPM_BEFORE_WARM - 1) + "w" in runs
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_interior_point_goes_on_while_many_atoms_are_new(random_problem, monkeypatch):
+    # after a stalled warm start, the next one is tried only after a round that added at most
+    # IPM_WARM_MAX_NEW x rows atom columns: with 0, only after rounds that added none; without
+    # the bound, also after rounds that added some
+    _stall_warm_starts(monkeypatch, True)
+    run = colgen._Master._run_warm
+    for max_new in (0.0, np.inf):
+        monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", max_new)
+        retried = []  # new atom columns before each capped warm start tried on the IPM path
+
+        def spy(self, capped, retried=retried):
+            if capped and self._ipm_run > 0:
+                retried.append(self._new_cols)
+            return run(self, capped)
+
+        monkeypatch.setattr(colgen._Master, "_run_warm", spy)
+        for method in ("hinge-reg", "hinge-con"):
+            for seed in (1, 4):
+                _check_against_cvx(random_problem, method, "l1inf", 3, "cg", seed=seed, L=24, M=10, K=4)
+        if max_new == 0.0:
+            assert retried and retried.count(0) == len(retried)
+        else:
+            assert max(retried) > 0
 
 
 def test_row_generation_linprog_fallback(random_problem, monkeypatch):
@@ -594,6 +621,28 @@ def test_portfolio_turns_double_and_the_engine_nearer_to_tol_goes_first(random_p
     # allotments 0.01, 0.02, 0.04 s (each fake turn runs to its end; load can only add to them)
     sec = r.settings["engine_seconds"]
     assert sec["cg"] >= 0.02 - 1e-9 and sec["pdhg"] >= 0.04 - 1e-9
+
+
+def test_portfolio_holds_back_pdhg_when_its_gap_predicts_a_late_finish(random_problem, monkeypatch):
+    """Column generation leads on the gap; PDHG's gap falls tenfold slower than it would need
+    to meet tol (1e-4) within twice column generation's time: once column generation has run
+    PORTFOLIO_SLOW_AFTER seconds, PDHG's time is held at PORTFOLIO_SLOW_SHARE of it (its turns
+    at allotments 0.04 and 0.08 s are skipped). Without the rule (PORTFOLIO_SLOW_AFTER never
+    reached) PDHG takes every turn."""
+    Phi, y, K = random_problem(1, M=6)
+    shape = ((7, K), (len(y), K))
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
+    for after, expect in ((0.01, ["cg", "pdhg", "cg", "pdhg", "cg", "cg", "cg"]),
+                          (np.inf, ["cg", "pdhg", "cg", "pdhg", "cg", "pdhg", "cg", "pdhg", "cg"])):
+        monkeypatch.setattr(acc, "PORTFOLIO_SLOW_AFTER", after)
+        order = []
+        monkeypatch.setattr(acc, "_ColumnGeneration",
+                            lambda *a, o=order, **k: _FakeEngine("cg", [1.0, 0.5, 0.25, 0.1, 0.0], o, shape))
+        monkeypatch.setattr(acc, "_WorkingSet",
+                            lambda *a, o=order, **k: _FakeEngine("pdhg", [100.0, 90.0, 80.0, 70.0], o, shape))
+        r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
+        assert order == expect
+        assert r.converged and r.settings["engine"] == "cg"
 
 
 def test_portfolio_extends_the_turn_of_an_engine_predicted_to_finish(random_problem, monkeypatch):

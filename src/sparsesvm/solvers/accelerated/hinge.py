@@ -51,7 +51,9 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   (:class:`_Portfolio`): column generation alone for :data:`PORTFOLIO_FIRST_SLICE`
   seconds, then turns that double each engine's total time, each engine resuming where
   it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
-  keeps its turn (:data:`PORTFOLIO_EXTEND`); the first to certify ``tol`` gives the result.
+  keeps its turn (:data:`PORTFOLIO_EXTEND`), while PDHG, trailing, whose gap predicts a finish
+  long after column generation's time so far runs only a share of that time
+  (:data:`PORTFOLIO_SLOW`); the first to certify ``tol`` gives the result.
   No rule on the problem's
   size separates the l1 / l1inf problems that column generation certifies in seconds
   (real MNIST scattering, load_digits) from those where it stalls and PDHG does not
@@ -150,6 +152,19 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: finish; column generation's stays high until it drops at once, and seldom predicts it
 PORTFOLIO_EXTEND = 1.0
 PORTFOLIO_EXTEND_CAP = 8.0
+
+#: inner="portfolio": PDHG, trailing on the certified gap, whose gap at the rate it fell since
+#: its previous turn would reach tol only after more than PORTFOLIO_SLOW times the leading
+#: engine's time so far, while that engine has run at least PORTFOLIO_SLOW_AFTER seconds, runs
+#: only up to PORTFOLIO_SLOW_SHARE of the leader's time (not the full allotment). Only PDHG's
+#: prediction is used (column generation's gap drops at once, so its rate says little).
+#: Measured (MNIST L = 5000, l1inf/81, hinge-reg lam = 1): PDHG predicted 3.4-14x column
+#: generation's time at each of its turns, and took 65 of the portfolio's 147 s without
+#: certifying (alone: a gap of 1.5 after 150 s); on benchmarks/bench_engines.py's problems
+#: (their traces replayed) the rule never applies
+PORTFOLIO_SLOW = 2.0
+PORTFOLIO_SLOW_SHARE = 0.25
+PORTFOLIO_SLOW_AFTER = 4.0
 
 #: a restricted working-set problem whose certificate stays infinite (hinge-con: no
 #: feasible scaling of the iterate) for this many consecutive checks is abandoned
@@ -499,7 +514,12 @@ class _Portfolio:
     :data:`PORTFOLIO_EXTEND_CAP` times the allotment: then the other engine does not get
     its next turn first (PDHG's gap falls steadily, so the prediction holds for it; measured
     on ``benchmarks/bench_engines.py``'s three problems where PDHG wins: 1.05-1.24 t, see the
-    README). Both stop on the certified gap of the full problem;
+    README). For the same reason PDHG, when it trails column generation on the gap and its
+    gap predicts a finish after more than :data:`PORTFOLIO_SLOW` times column generation's
+    time so far (once that is :data:`PORTFOLIO_SLOW_AFTER` seconds), runs only up to
+    :data:`PORTFOLIO_SLOW_SHARE` of column generation's time (:meth:`_slow_target`): if that
+    prediction fails and PDHG is the faster engine after all, the portfolio takes about 5 t
+    instead of 3 t. Both stop on the certified gap of the full problem;
     the result is the first to meet ``tol``, or the one with the smaller gap.
     ``max_iter`` caps each engine's own count (rounds, iterations), and the
     result's ``n_iter`` is the count of the engine that produced it,
@@ -510,6 +530,18 @@ class _Portfolio:
     def __init__(self, op, geo, penalty, groups, kind, par, settings, recorder):
         self.op, self.geo, self.penalty, self.groups = op, geo, penalty, groups
         self.kind, self.par, self.settings, self.recorder = kind, par, settings, recorder
+
+    @staticmethod
+    def _slow_target(lane, leader, tol, allot):
+        """The time ``lane`` (PDHG, trailing ``leader`` on the gap) may reach in this turn:
+        the allotment, or :data:`PORTFOLIO_SLOW_SHARE` of the leader's time where its
+        predicted time to ``tol`` exceeds :data:`PORTFOLIO_SLOW` times the leader's."""
+        if leader.spent < PORTFOLIO_SLOW_AFTER:
+            return allot
+        left = lane.predicted(tol)
+        if np.isfinite(left) and left > PORTFOLIO_SLOW * leader.spent:
+            return min(allot, PORTFOLIO_SLOW_SHARE * leader.spent)
+        return allot
 
     def run(self, tol, max_iter, deadline):
         """Solve to ``tol``; returns the :class:`AcceleratedResult`."""
@@ -532,9 +564,12 @@ class _Portfolio:
             # within its turn, before the other spends the new allotment
             lanes.sort(key=lambda le: le[1].best.rel_gap if le[1].best is not None else np.inf)
             for lane, eng in lanes:
-                if eng.finished or lane.spent >= allot or _past(deadline):
+                target = allot
+                if lane is ws_lane and lanes[0][0] is cg_lane:
+                    target = self._slow_target(ws_lane, cg_lane, tol, allot)
+                if eng.finished or lane.spent >= target or _past(deadline):
                     continue
-                lane.run(eng, time.perf_counter() + allot - lane.spent, deadline)
+                lane.run(eng, time.perf_counter() + target - lane.spent, deadline)
                 cap = PORTFOLIO_EXTEND_CAP * allot
                 while not (eng.finished or _past(deadline)) and lane.spent < cap:
                     left = lane.predicted(tol)  # near tol and falling fast: the turn goes on
