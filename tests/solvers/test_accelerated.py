@@ -605,16 +605,20 @@ class _FakeEngine:
         self.converged = self.finished = gap == 0.0
 
 
-def test_portfolio_turns_double_and_the_engine_nearer_to_tol_goes_first(random_problem, monkeypatch):
+def _portfolio_of_fakes(random_problem, monkeypatch, cg_gaps, pdhg_gaps):
+    """The portfolio (first slice 0.01 s) run on scripted engines with these gaps: (result,
+    the engines' turns in order)."""
     Phi, y, K = random_problem(1, M=6)
     shape = ((7, K), (len(y), K))
     order = []
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
-    monkeypatch.setattr(acc, "_ColumnGeneration",
-                        lambda *a, **k: _FakeEngine("cg", [5.0, 4.0, 3.0, 2.0], order, shape))
-    monkeypatch.setattr(acc, "_WorkingSet",
-                        lambda *a, **k: _FakeEngine("pdhg", [1.0, 0.5, 0.0], order, shape))
-    r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
+    monkeypatch.setattr(acc, "_ColumnGeneration", lambda *a, **k: _FakeEngine("cg", cg_gaps, order, shape))
+    monkeypatch.setattr(acc, "_WorkingSet", lambda *a, **k: _FakeEngine("pdhg", pdhg_gaps, order, shape))
+    return acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio"), order
+
+
+def test_portfolio_turns_double_and_the_engine_nearer_to_tol_goes_first(random_problem, monkeypatch):
+    r, order = _portfolio_of_fakes(random_problem, monkeypatch, [5.0, 4.0, 3.0, 2.0], [1.0, 0.5, 0.0])
     # cg first (no gap yet), then pdhg leads on the gap and takes the first turn of each pair
     assert order == ["cg", "pdhg", "pdhg", "cg", "pdhg"]
     assert r.converged and r.settings["engine"] == "pdhg" and r.n_iter == 3
@@ -629,18 +633,11 @@ def test_portfolio_holds_back_pdhg_when_its_gap_predicts_a_late_finish(random_pr
     PORTFOLIO_SLOW_AFTER seconds, PDHG's time is held at PORTFOLIO_SLOW_SHARE of it (its turns
     at allotments 0.04 and 0.08 s are skipped). Without the rule (PORTFOLIO_SLOW_AFTER never
     reached) PDHG takes every turn."""
-    Phi, y, K = random_problem(1, M=6)
-    shape = ((7, K), (len(y), K))
-    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
     for after, expect in ((0.01, ["cg", "pdhg", "cg", "pdhg", "cg", "cg", "cg"]),
                           (np.inf, ["cg", "pdhg", "cg", "pdhg", "cg", "pdhg", "cg", "pdhg", "cg"])):
         monkeypatch.setattr(acc, "PORTFOLIO_SLOW_AFTER", after)
-        order = []
-        monkeypatch.setattr(acc, "_ColumnGeneration",
-                            lambda *a, o=order, **k: _FakeEngine("cg", [1.0, 0.5, 0.25, 0.1, 0.0], o, shape))
-        monkeypatch.setattr(acc, "_WorkingSet",
-                            lambda *a, o=order, **k: _FakeEngine("pdhg", [100.0, 90.0, 80.0, 70.0], o, shape))
-        r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
+        r, order = _portfolio_of_fakes(random_problem, monkeypatch, [1.0, 0.5, 0.25, 0.1, 0.0],
+                                       [100.0, 90.0, 80.0, 70.0])
         assert order == expect
         assert r.converged and r.settings["engine"] == "cg"
 
@@ -649,17 +646,9 @@ def test_portfolio_extends_the_turn_of_an_engine_predicted_to_finish(random_prob
     """PDHG's gap fell tenfold in 0.01 s and is a decade from tol (1e-4): at that rate it
     meets tol within its own time so far, so it keeps its turn, ahead of column generation's;
     the same gaps falling only twofold give the turn to column generation first."""
-    Phi, y, K = random_problem(1, M=6)
-    shape = ((7, K), (len(y), K))
-    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
     for pdhg_gaps, expect in (([1e-2, 1e-3, 0.0], ["cg", "pdhg", "pdhg", "pdhg"]),
                               ([1e-2, 5e-3, 0.0], ["cg", "pdhg", "pdhg", "cg", "pdhg"])):
-        order = []
-        monkeypatch.setattr(acc, "_ColumnGeneration",
-                            lambda *a, o=order, **k: _FakeEngine("cg", [5.0, 4.0, 3.0, 2.0], o, shape))
-        monkeypatch.setattr(acc, "_WorkingSet",
-                            lambda *a, g=pdhg_gaps, o=order, **k: _FakeEngine("pdhg", g, o, shape))
-        r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
+        r, order = _portfolio_of_fakes(random_problem, monkeypatch, [5.0, 4.0, 3.0, 2.0], pdhg_gaps)
         assert order == expect
         assert r.converged and r.settings["engine"] == "pdhg"
         # the extension is bounded: PORTFOLIO_EXTEND_CAP times the allotment of 0.02 s,

@@ -331,15 +331,23 @@ class _Master:
         self.h.run()
         self.h.setOptionValue("simplex_strategy", 4)
 
-    def _run_ipm(self):
-        """HiGHS' interior-point method from scratch, with crossover to a basis; limited by
-        :attr:`hard_deadline` only (stopped, it would start again from scratch, where a
-        simplex goes on from its basis: an engine portfolio's turn may end inside it)."""
-        left = np.inf if self.hard_deadline is None else max(self.hard_deadline - time.perf_counter(), 1e-3)
+    def _limit(self, t):
+        """HiGHS' time limit at ``time.perf_counter()`` time ``t`` (None: none); the limit is
+        on HiGHS' run clock, which adds up over the runs."""
+        left = np.inf if t is None else max(t - time.perf_counter(), 1e-3)
         self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
+
+    def _run_ipm(self):
+        """HiGHS' interior-point method from scratch, with crossover to a basis, counted in
+        :attr:`_ipm_run`; limited by :attr:`hard_deadline` only (stopped, it would start again
+        from scratch, where a simplex goes on from its basis: an engine portfolio's turn may
+        end inside it)."""
+        self._limit(self.hard_deadline)
         self.h.setOptionValue("solver", "ipm")
         self.h.run()
         self.h.setOptionValue("solver", "simplex")
+        self._ipm_run += 1
+        self.last_ipm = True
 
     def _large(self):
         """Whether stalled warm starts go to the interior-point method (:data:`IPM_MIN_NNZ`)."""
@@ -365,10 +373,7 @@ class _Master:
         (:data:`IPM_BEFORE_WARM`); on numerical trouble a cold dual simplex."""
         status = highs.highspy.HighsModelStatus
         opt = status.kOptimal
-        if self.deadline is not None:
-            # HiGHS' time limit is on its run clock, which adds up over the runs
-            left = max(self.deadline - time.perf_counter(), 1e-3)
-            self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
+        self._limit(self.deadline)
         self.last_ipm = False
         if self.exact_next:
             self._run_warm(capped=False)
@@ -376,8 +381,6 @@ class _Master:
                 self._ipm_run < IPM_BEFORE_WARM or self._new_cols > IPM_WARM_MAX_NEW * self.nrow):
             # a warm start stalled lately, or would after this many new atoms
             self._run_ipm()
-            self._ipm_run += 1
-            self.last_ipm = True
         else:
             self._run_warm(capped=True)
             self._ipm_run = 0
@@ -385,8 +388,6 @@ class _Master:
                 # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
                 # atoms, a dual simplex cycling through degenerate ones) is cut
                 self._run_ipm()
-                self._ipm_run = 1
-                self.last_ipm = True
         self.exact_next = False
         self._new_cols = 0
         if self.deadline is not None and self.h.getModelStatus() == status.kTimeLimit:
@@ -690,11 +691,10 @@ class _Pricing:
         which keeps C order (``full[:, smp]`` is F-ordered, so scipy copied it again: at
         MNIST's L = 5000, 700 of 5000 samples, 15 ms against 32 ms plus the copy)."""
         products = self.op.products
-        if sp.issparse(self.op.Phi):
-            full = products.PhiT1
-            return full if len(smp) == full.shape[1] else full[:, smp]
-        full = products.row_major_t()
-        return full if len(smp) == full.shape[1] else np.take(full, smp, axis=1)
+        full = products.PhiT1 if sp.issparse(self.op.Phi) else products.row_major_t()
+        if len(smp) == full.shape[1]:
+            return full
+        return full[:, smp] if sp.issparse(full) else np.take(full, smp, axis=1)
 
     #: atoms per sparse product in :meth:`_columns` (bounds its (samples, atoms, K) array)
     CHUNK = 64
