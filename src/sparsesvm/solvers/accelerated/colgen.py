@@ -93,8 +93,8 @@ IPM_BEFORE_WARM = 3
 #: were added since the last solve (otherwise the interior-point method goes on). Measured on
 #: the same problem (L = 5000, 1b9cddd): in its interior-point phase every warm start tried
 #: after 75 to 283 new atoms (0.11 to 0.41 x rows) stalled (0.41-0.88 s each, twelve of them),
-#: the twelve after at most 52 (0.07 x rows) did not; with the bound (a536253) none stalled, and
-#: the warm starts took 9.6 s of the run instead of 15.6 (64 s in all against 73 s)
+#: the twelve after at most 52 (0.07 x rows) did not; with the bound (4515210) none stalled, and
+#: the warm starts took 9.7 s of the run instead of 15.6 (66 s in all against 73 s)
 IPM_WARM_MAX_NEW = 0.1
 
 

@@ -59,8 +59,8 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   (real MNIST scattering, load_digits) from those where it stalls and PDHG does not
   (dense noisy problems with many support vectors): measured by
   ``benchmarks/bench_engines.py``, the engines differ by 7x to more than 100x either way;
-  the portfolio costs 0.97 to 2.29 times the faster one (:class:`_Portfolio`; 7.4 times
-  where PDHG needs 0.08 s). ``"cg"`` or
+  the portfolio costs 1.02 to 2.24 times the faster one (:class:`_Portfolio`; 6.8 times
+  where PDHG needs 0.09 s). ``"cg"`` or
   ``"pdhg"`` forced makes the engine, hence the returned point, independent of timing.
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
   with switchable ingredients:
@@ -161,7 +161,7 @@ PORTFOLIO_EXTEND_CAP = 8.0
 #: prediction is used (column generation's gap drops at once, so its rate says little).
 #: Measured (MNIST L = 5000, l1inf/81, hinge-reg lam = 1, 1b9cddd): after each of its turns
 #: PDHG's gap predicted 3.9 to 82 times column generation's time so far, and PDHG took 34 of
-#: the portfolio's 112 s without certifying; with the rule (a536253) 10 of 77 s. On
+#: the portfolio's 112 s without certifying; with the rule (4515210) 8.6 of 78 s. On
 #: benchmarks/bench_engines.py's other problems the rule does not apply
 PORTFOLIO_SLOW = 2.0
 PORTFOLIO_SLOW_SHARE = 0.25
@@ -514,7 +514,7 @@ class _Portfolio:
     its time so far keeps its turn, in steps of at least that time, up to
     :data:`PORTFOLIO_EXTEND_CAP` times the allotment: then the other engine does not get
     its next turn first (PDHG's gap falls steadily, so the prediction holds for it; measured
-    on ``benchmarks/bench_engines.py``'s three problems where PDHG wins: 1.07-1.23 t, see the
+    on ``benchmarks/bench_engines.py``'s three problems where PDHG wins: 1.03-1.20 t, see the
     README). For the same reason PDHG, when it trails column generation on the gap and its
     gap predicts a finish after more than :data:`PORTFOLIO_SLOW` times column generation's
     time so far (once that is :data:`PORTFOLIO_SLOW_AFTER` seconds), runs only up to
