@@ -63,6 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -146,7 +147,10 @@ def draw(jobs, per_stratum, seed):
 
     The order is by rounds: one job of every stratum (strata in random order),
     then a second of every stratum, and so on, so that a run stopped early
-    still covers every stratum once it has passed the first round.
+    still covers every stratum once it has passed the first round. Each stratum
+    draws from its own generator (the seed and the stratum's name), so that two
+    job lists which differ by whole strata (``share_runs`` on and off) draw the
+    same jobs from the strata they have in common.
     """
     rng = np.random.default_rng(seed)
     groups = defaultdict(list)
@@ -155,8 +159,9 @@ def draw(jobs, per_stratum, seed):
     picks = {}
     for key in sorted(groups):
         members = groups[key]
+        own = np.random.default_rng([seed, zlib.crc32("/".join(key).encode())])
         picks[key] = [members[i] for i in
-                      rng.choice(len(members), size=min(per_stratum, len(members)), replace=False)]
+                      own.choice(len(members), size=min(per_stratum, len(members)), replace=False)]
     sample = []
     for r in range(per_stratum):
         keys = [k for k in sorted(picks) if len(picks[k]) > r]

@@ -285,3 +285,27 @@ def test_bench_iteration_product_floor_takes_the_faster_orientation(monkeypatch)
     assert bench.product_floor(Phi, 4) == 2.0 + 3.0  # the faster of each product's two
     seen.clear()
     assert bench.product_floor(sp.csr_matrix(Phi), 4) == 5.0 + 2.0  # CSR: one of each
+
+
+def test_estimate_draws_the_same_jobs_from_the_strata_two_job_lists_share():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        est = importlib.import_module("estimate_full_run")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+    def jobs(experiments):
+        return [{"wildcards": {"dataset": "mnist", "experiment": e, "L": L, "method": m, "alpha": str(a),
+                               "subset": str(s)}}
+                for e in experiments for L in ("3K", "5K") for m in ("hinge-reg", "logit")
+                for a in range(9) for s in range(10)]
+
+    def names(sample):
+        return sorted("/".join(j["wildcards"].values()) for j in sample)
+
+    groups, sample = est.draw(jobs(["e2", "e4", "e5"]), 3, seed=0)
+    assert len(groups) == 12 and len(sample) == 36
+    _, without_e4 = est.draw(jobs(["e2", "e5"]), 3, seed=0)  # whole strata less (shared runs)
+    assert names(without_e4) == [n for n in names(sample) if "/e4/" not in n]
+    _, other_seed = est.draw(jobs(["e2", "e5"]), 3, seed=1)
+    assert names(other_seed) != names(without_e4)

@@ -73,6 +73,36 @@ def expected_train_jobs(cfg):
     return counts
 
 
+def shared_train_jobs(cfg):
+    """``{experiment: jobs whose record an earlier experiment's job makes}`` (``share_runs``, on
+    by default): the same dataset, method, solver, stopping rule, groups, tol, max_iter,
+    precision, penalty, alpha, samples per class and subset; computed from the config alone."""
+    if not cfg.get("share_runs", True):
+        return {exp_id: 0 for exp_id in cfg["experiments"]}
+    seen, counts = set(), {}
+    for exp_id, exp in cfg["experiments"].items():
+        mine = set()
+        for grid in exp["grids"]:
+            solver = grid.get("solver", exp["solver"])
+            stopping = grid.get("stopping", exp["stopping"] if solver == "paper" else "gap")
+            fit = (exp["dataset"], grid["method"], solver, stopping, str(grid["groups"]), exp["tol"],
+                   exp["max_iter"], grid.get("precision", "double"), grid["penalty"])
+            spc = [None] if exp["samples_per_class"] is None else grid.get("samples_per_class",
+                                                                             exp["samples_per_class"])
+            for n in spc:
+                for alpha in grid["alphas"]:
+                    mine |= {fit + (float(alpha), n, s) for s in range(1 if n is None else exp["n_subsets"])}
+        counts[exp_id] = len(mine & seen)
+        seen |= mine
+    return counts
+
+
+def expected_run_jobs(cfg):
+    """Training jobs that each experiment runs itself: its own minus those shared with an earlier one."""
+    shared = shared_train_jobs(cfg)
+    return {exp_id: n - shared[exp_id] for exp_id, n in expected_train_jobs(cfg).items()}
+
+
 def job_stats(output):
     """Parse the 'Job stats' table of a snakemake run or dry run into {rule: count}."""
     m = re.search(r"Job stats:\n(.*?)\n\s*total\s+(\d+)", output, re.S)

@@ -160,6 +160,14 @@ def test_collect_flattens_lists_and_groups(tmp_path):
         df[["method", "penalty", "alpha"]].sort_values(["method", "penalty", "alpha"]).reset_index(drop=True))
     with pytest.raises(ValueError, match="no result files"):
         aggregate.collect([])
+    # records run by another experiment's jobs (shared runs) are the collected experiment's rows
+    recs[2]["experiment"] = "e0"
+    paths[2] = runner.write_json_atomic(tmp_path / "2.json", recs[2])
+    shared = aggregate.collect(paths, experiment="E1")
+    assert set(shared["experiment"]) == {"E1"}
+    made = shared.set_index("result_path")["run_experiment"]
+    assert made[str(paths[2])] == "e0" and set(made.drop(str(paths[2]))) == {"E1"}
+    assert len(aggregate.best_alpha(shared)) == len(aggregate.best_alpha(df))
 
 
 def test_collect_traces_long_table(tmp_path):

@@ -2,7 +2,8 @@
 code triggers, on plain dict configs (no Snakemake; tests/workflow/test_workflow.py runs the rules).
 
 * the training, trace and CV jobs and their paths follow the grids of the config;
-* subsets are shared by the experiments of a dataset; each experiment's products;
+* subsets are shared by the experiments of a dataset, and so are training jobs with the same
+  settings (``share_runs``); each experiment's products;
 * every cross-field config check refuses its case naming the key;
 * one label function: ``+solver`` in paths, ``[solver]`` in tables;
 * the code hashes: each package file in one layer; an edit changes its layer's hash only.
@@ -72,6 +73,34 @@ def test_train_jobs_follow_the_grids(cfg):
                   for a in ("0.01", "0.1")]
     # a grid's own samples_per_class restricts its sizes (E5's l1,inf at 3K only)
     assert {Path(f).parent.name for f in p.run_files("e5", penalty="l1inf")} == {"L~3K"}
+
+
+def test_runs_shared_with_an_earlier_experiment(cfg):
+    # test.yaml's E4 has E2's hinge-reg alphas 0.01 and 1 and hinge-con alpha 0.1 at L = 2K on
+    # subset 0, with E2's settings: those three run once, at E2's paths
+    p, results = Plan(cfg), cfg["results"]
+    e2_path = f"{results}/mnist/runs/e2/{{}}/l1inf/alpha~{{}}/L~2K/subset~0.json"
+    shared = {e2_path.format("hinge-reg", "0.01"), e2_path.format("hinge-reg", "1.0"),
+              e2_path.format("hinge-con", "0.1")}
+    e4 = p.run_files("e4")
+    assert len(e4) == len(set(e4)) == expected_train_jobs(cfg["experiments"]["e4"])
+    assert {f for f in e4 if "/runs/e2/" in f} == shared and shared <= set(p.run_files("e2"))
+    assert p.shared_runs("e4") == {"e2": 3} and p.shared_runs("e2") == {}
+    assert p.run_files("e4", method="hinge-con") == [
+        f"{results}/mnist/runs/e4/hinge-con/l1inf/alpha~0.01/L~2K/subset~0.json",
+        e2_path.format("hinge-con", "0.1")]
+    # CV folds and traces stay the experiment's own
+    assert all("/e4/" in f for f in p.trace_files("e4"))
+    assert all("/cv/e2/" in f for f in p.cv_files("e2"))
+    # any difference in the fit settings, or share_runs off: no sharing
+    edited = copy.deepcopy(cfg)
+    edited["experiments"]["e4"]["tol"] = 1.0e-4
+    assert Plan(edited).shared_runs("e4") == {}
+    edited = copy.deepcopy(cfg)
+    _grid(edited, "e4", 0)["groups"] = 9  # e4's hinge-reg only
+    assert Plan(edited).shared_runs("e4") == {"e2": 1}
+    assert Plan({**cfg, "share_runs": False}).shared_runs("e4") == {}
+    assert all("/runs/e4/" in f for f in Plan({**cfg, "share_runs": False}).run_files("e4"))
 
 
 def test_trace_and_cv_jobs(cfg):

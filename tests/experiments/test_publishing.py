@@ -23,7 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 import fixtures_data  # noqa: E402
-from workflow_helpers import FULL, TEST, expected_train_jobs, job_stats, load_config, smk, train_wildcards  # noqa: E402
+from workflow_helpers import (  # noqa: E402
+    FULL,
+    TEST,
+    expected_run_jobs,
+    expected_train_jobs,
+    job_stats,
+    load_config,
+    smk,
+    train_wildcards,
+)
 
 RECORD = REPO / "config" / "record.yaml"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -57,7 +66,7 @@ def test_record_dag_counts_training_jobs(tmp_path):
     got = {}
     for job in train_wildcards(out):
         got[job["experiment"]] = got.get(job["experiment"], 0) + 1
-    assert got == expected_train_jobs(cfg)
+    assert got == expected_run_jobs(cfg)  # E4's runs that E2 has are E2's jobs
     stats = job_stats(out)
     assert stats["paper_comparison"] == 1 and stats["aggregate"] == 5
     assert f"{cfg['results']}/tables/paper_comparison.md" in out
@@ -228,6 +237,8 @@ def test_publish_step(comparison_run, tmp_path):
     # every record of this run was made by this tree's package
     assert prov["records_source_hashes"] == {sparsesvm.source_hash(): prov["n_jobs_in_table"]}
     assert prov["settings"] == load_config(FULL, TEST)["experiments"]["e4"]
+    # three of E4's records are E2's jobs' (shared runs), counted in E2's times
+    assert prov["records_run_by"] == {"e4": prov["n_jobs_in_table"] - 3, "e2": 3}
     assert prov["command"] == "snakemake ..." and prov["versions"]["numpy"]
     # times: the sums of the experiment's benchmark files, recomputed here
     bench = results / "benchmarks"
@@ -302,7 +313,7 @@ def test_cv_jobs_in_the_dag(tmp_path):
     want = sum(train[e] * exp["cv"]["folds"] for e, exp in cfg["experiments"].items() if exp.get("cv"))
     assert want > 0 and stats["train_cv"] == want
     assert stats["aggregate_cv"] == sum(1 for exp in cfg["experiments"].values() if exp.get("cv"))
-    assert stats["train"] == sum(train.values())
+    assert stats["train"] == sum(expected_run_jobs(cfg).values())
 
 
 @pytest.mark.slow

@@ -32,6 +32,7 @@ from workflow_helpers import (
     QUICK,
     TEST,
     TESTS,
+    expected_run_jobs,
     expected_train_jobs,
     job_stats,
     load_config,
@@ -70,7 +71,9 @@ def test_full_dag_counts_training_jobs(tmp_path):
     got = {}
     for job in jobs:
         got[job["experiment"]] = got.get(job["experiment"], 0) + 1
-    assert got == expected_train_jobs(cfg)
+    # each experiment runs its jobs but those an earlier one has (E4: E2's 1290 of its 1980)
+    assert got == expected_run_jobs(cfg)
+    assert expected_train_jobs(cfg)["e4"] - got["e4"] == 1290
     stats = job_stats(out)
     assert stats["train"] == len(jobs)
     assert stats["download"] == 8
@@ -91,10 +94,12 @@ def test_full_dag_counts_training_jobs(tmp_path):
                 key = (exp["dataset"], n)
                 sizes[key] = max(sizes.get(key, 0), exp["n_subsets"])
     assert stats["subset"] == sum(sizes.values())
-    # E4 uses the first 10 of E2's 25 subsets: the very same files
+    # E4 uses the first 10 of E2's 25 subsets: the very same files, and E2's runs where the
+    # settings are the same (hinge-reg); hinge-lin is E4's own
     alpha = repr(float(e4["grids"][0]["alphas"][0]))
     assert "mnist/subsets/L~3K/subset~9.npy" in out and "L~3K/subset~10.npy" in out
-    assert re.search(rf"runs/e4/hinge-reg/l1inf/alpha~{re.escape(alpha)}/L~3K/subset~9\.json", out)
+    assert re.search(rf"runs/e2/hinge-reg/l1inf/alpha~{re.escape(alpha)}/L~3K/subset~9\.json", out)
+    assert not re.search(r"runs/e4/hinge-reg/", out) and re.search(r"runs/e4/hinge-lin/", out)
 
 
 def test_dataset_selection_and_targets(tmp_path):
@@ -206,7 +211,7 @@ def test_tiny_run_all_rules(tiny_run):
     for dataset in ("mnist", "news20"):
         assert (results / dataset / "subsets" / "train_labels.npy").is_file(), dataset
     n_runs = sum(1 for _ in results.glob("*/runs/**/*.json"))
-    assert n_runs == sum(expected_train_jobs(cfg).values())
+    assert n_runs == sum(expected_run_jobs(cfg).values()) < sum(expected_train_jobs(cfg).values())
     assert any(results.glob("mnist/traces/e4/**/*.json"))
     for exp_id, exp in cfg["experiments"].items():
         assert (results / exp["dataset"] / "tables" / f"{exp_id}_runs.parquet").is_file()
@@ -225,10 +230,15 @@ def test_tiny_run_all_rules(tiny_run):
 @pytest.mark.slow
 def test_tiny_run_tidy_tables(tiny_run):
     results, cfg = tiny_run["results"], tiny_run["cfg"]
-    expected = expected_train_jobs(cfg)
+    expected, own = expected_train_jobs(cfg), expected_run_jobs(cfg)
     for exp_id, exp in cfg["experiments"].items():
         df = pd.read_parquet(results / exp["dataset"] / "tables" / f"{exp_id}_runs.parquet")
-        assert len(df) == expected[exp_id] == len(_records(results, exp_id)), exp_id
+        assert len(df) == expected[exp_id] and len(_records(results, exp_id)) == own[exp_id], exp_id
+        # rows of shared runs: this experiment's, made by an earlier one's job (E4: E2's)
+        assert set(df["experiment"]) == {exp_id}, exp_id
+        made_by = df["run_experiment"].value_counts().to_dict()
+        assert made_by.pop(exp_id) == own[exp_id] and sum(made_by.values()) == expected[exp_id] - own[exp_id]
+        assert set(made_by) <= {"e2"} and (exp_id == "e4") == bool(made_by), exp_id
         for col in ("dataset", "experiment", "method", "penalty", "groups", "alpha", "L", "subset",
                     "test_errors", "test_error_pct", "nnz", "zero_weights_pct", "fit_time_s", "n_iter",
                     "objective", "converged", "tol"):
@@ -295,7 +305,9 @@ def test_tiny_run_figures_and_traces(tiny_run):
     e4 = cfg["experiments"]["e4"]
     traces = sorted(results.glob("mnist/traces/e4/**/*.json"))
     assert len(traces) == len(e4["trace"]["methods"]) * len(e4["samples_per_class"]) * e4["trace"]["n_subsets"]
-    runs = _records(results, "e4")
+    runs = [json.loads(Path(p).read_text())  # E4's records, E2's shared ones included
+            for p in pd.read_csv(results / "mnist" / "tables" / "e4_runs.csv")["result_path"]]
+    assert sum(r["experiment"] == "e2" for r in runs) == 3
     for path in traces:
         rec = json.loads(path.read_text())
         tr = rec["trace"]
@@ -398,10 +410,18 @@ def test_tiny_run_second_run_and_partial_rerun(tiny_run):
     assert job_stats(out) == {"train": 2, "aggregate": 2, "aggregate_cv": 1, "trace": 1, "figure1": 1,
                               "figure3": 1, "paper_comparison": 1, "all": 1}
 
+    # one record that E4 shares with E2 (hinge-reg, alpha 1, L = 2K, subset 0): that one job,
+    # and the hinge-reg trace of E4 at that L besides
+    shared = results / "mnist" / "runs" / "e2" / "hinge-reg" / "l1inf" / "alpha~1.0" / "L~2K" / "subset~0.json"
+    shared.unlink()
+    _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
+    assert job_stats(out) == {"train": 3, "aggregate": 2, "aggregate_cv": 1, "trace": 2, "figure1": 1,
+                              "figure3": 1, "paper_comparison": 1, "all": 1}, out[-3000:]
+
     # rerun for real; the other records are untouched
     others = {p: p.stat().st_mtime_ns for p in results.glob("*/runs/**/*.json")}
     _, out = smk(root, "--cores", "2", configfiles=[TEST], config=conf, timeout=3600)
-    assert victim.exists() and victim4.exists()
+    assert victim.exists() and victim4.exists() and shared.exists()
     assert all(p.stat().st_mtime_ns == t for p, t in others.items())
     _, out = smk(root, "-n", configfiles=[TEST], config=conf)
     assert "Nothing to be done" in out

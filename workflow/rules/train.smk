@@ -1,7 +1,9 @@
 # Training: one job per dataset x experiment x method x penalty x alpha x L x subset.
 # Each job fits on one training subset, evaluates on the whole test split and writes
 # one JSON record (spec section 5). threads: 1 and BLAS pinned to one thread, so that
-# the fit times of concurrent jobs are comparable.
+# the fit times of concurrent jobs are comparable. A job that an earlier experiment has
+# with the same data and settings runs once, at that experiment's path (config
+# share_runs, PLAN.run_owner): E4's aggregate reads E2's records of the methods they share.
 
 
 rule train:

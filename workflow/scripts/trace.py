@@ -17,7 +17,7 @@ from sparsesvm.experiments.runner import run_job, write_json_atomic
 
 w = snakemake.wildcards  # noqa: F821
 s = snakemake.params.settings  # noqa: F821
-best = aggregate.best_alpha(aggregate.collect(snakemake.input.runs))  # noqa: F821
+best = aggregate.best_alpha(aggregate.collect(snakemake.input.runs, experiment=w.experiment))  # noqa: F821
 if len(best) != 1:
     raise ValueError(f"expected one curve for {w.method}/{w.penalty}/L~{w.L}, got {len(best)}")
 alpha = float(best["alpha"].iloc[0])

@@ -137,19 +137,24 @@ def records_to_frame(records):
     return _sort(df)
 
 
-def collect(json_paths):
+def collect(json_paths, experiment=None):
     """Read job records (JSON files) into one tidy DataFrame.
 
     Parameters
     ----------
     json_paths : iterable of str or path-like
         Files written by ``write_json_atomic(path, record)``.
+    experiment : str, optional
+        The experiment being collected: records made by another experiment's job (shared
+        runs, :meth:`sparsesvm.experiments.plan.Plan.run_owner`) get it as ``experiment``,
+        their own in ``run_experiment``.
 
     Returns
     -------
     pandas.DataFrame
         One row per job, all parameters and results as columns (see
-        :func:`records_to_frame`), plus ``result_path``.
+        :func:`records_to_frame`), plus ``result_path`` (and ``run_experiment``, the
+        experiment whose job made the record, when ``experiment`` is given).
 
     Raises
     ------
@@ -163,6 +168,9 @@ def collect(json_paths):
             raise ValueError(f"{path}: expected a JSON object (one job record), got {type(rec).__name__}")
         rec = dict(rec)
         rec["result_path"] = str(path)
+        if experiment is not None:
+            rec["run_experiment"] = rec.get("experiment")
+            rec["experiment"] = experiment
         records.append(rec)
     if not records:
         raise ValueError("collect() got no result files")

@@ -353,6 +353,7 @@ class Plan:
 
     def __init__(self, config):
         self.config = config
+        self._owners = None  # see run_owner
         self.results = str(Path(config["results"]))
         self.logs = f"{self.results}/logs"
         self.bench = f"{self.results}/benchmarks"
@@ -392,13 +393,56 @@ class Plan:
                                   subset=subset) for subset in range(n_sub)]
         return jobs
 
+    def _run_owners(self):
+        """``{job key: experiment}``: for each distinct training job, the first experiment
+        (in the config's order) that has it (see :meth:`run_owner`). Built once."""
+        if self._owners is None:
+            owners = {}
+            for exp_id in self.config["experiments"]:
+                for job in self.train_jobs(exp_id):
+                    owners.setdefault(self._job_key(job), exp_id)
+            self._owners = owners
+        return self._owners
+
+    def _job_key(self, job):
+        settings = self.train_settings(job["experiment"], job["method"], job["penalty"])
+        return (job["dataset"], job["method"], job["penalty"], job["alpha"], job["L"], job["subset"],
+                tuple(sorted((k, repr(v)) for k, v in settings.items())))
+
+    def run_owner(self, job):
+        """The experiment whose training job makes the record of ``job`` (a dict of
+        :meth:`train_jobs`).
+
+        With ``share_runs`` (the default), the first experiment in the config's order with
+        the same dataset, fit settings (:meth:`train_settings`: method, groups, tol,
+        max_iter, solver, stopping, precision), penalty, alpha, training size and subset:
+        the training subsets and the features do not depend on the experiment, so such jobs
+        would compute the same record. In the full config E4 (Figure 3) shares E2's
+        (Figure 1) runs of hinge-reg, hinge-con, square, logit and one-vs-all on E2's first
+        ten subsets. Without ``share_runs``, the job's own experiment.
+        """
+        if not self.config.get("share_runs", True):
+            return job["experiment"]
+        return self._run_owners()[self._job_key(job)]
+
     def run_files(self, exp_id, **only):
-        """Records of an experiment's training jobs (optionally only those whose fields match `only`)."""
+        """Records of an experiment's training jobs (optionally only those whose fields match `only`),
+        each at the path of the experiment that makes it (:meth:`run_owner`)."""
         return [
-            self.run_pattern.format(**job)
+            self.run_pattern.format(**{**job, "experiment": self.run_owner(job)})
             for job in self.train_jobs(exp_id)
             if all(str(job[k]) == str(v) for k, v in only.items())
         ]
+
+    def shared_runs(self, exp_id):
+        """``{experiment: count}`` of the records of ``exp_id``'s training jobs that another
+        experiment's jobs make (:meth:`run_owner`); empty when it makes all of its own."""
+        out = {}
+        for job in self.train_jobs(exp_id):
+            owner = self.run_owner(job)
+            if owner != exp_id:
+                out[owner] = out.get(owner, 0) + 1
+        return out
 
     def trace_jobs(self, exp_id):
         """One dict per trace job (the fields of :attr:`trace_pattern`); none without ``trace``."""

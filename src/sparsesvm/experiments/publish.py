@@ -96,7 +96,9 @@ def job_times(results, exp_id, dataset):
 
     Counts the training, trace, equal-accuracy and cross-validation jobs of the
     experiment, its aggregations and its product (Table 1 or figure). Data preparation (downloads, features, subsets) is
-    shared by the experiments of a dataset and reported apart.
+    shared by the experiments of a dataset and reported apart; training jobs shared with an
+    earlier experiment (:meth:`sparsesvm.experiments.plan.Plan.run_owner`) are counted in that
+    one's (the provenance's ``records_run_by`` says how many).
 
     Returns
     -------
@@ -266,6 +268,8 @@ def publish_experiment(results, exp_id, cfg, configfiles, dest, command=None, re
         "n_jobs_in_table": int(len(records)),
         "records_versions": sorted({str(v) for v in records.get("sparsesvm_version", pd.Series([], dtype=str))}),
         "records_source_hashes": _count_values(records, "source_hash"),
+        # records made by another experiment's jobs (shared runs): their time is in that one's
+        "records_run_by": _count_values(records, "run_experiment"),
         "time": job_times(results, exp_id, exp["dataset"]),
         "machine": machine(),
         "versions": versions(),
