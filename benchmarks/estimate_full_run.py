@@ -52,7 +52,11 @@ objective). Each measured job is appended to ``--out`` (JSON lines) as soon
 as it ends, so a run can be stopped and resumed (measured jobs are skipped)
 or summarised early (``--summarize``; the sample is run in rounds, one job of
 every stratum first). The summary goes to ``<out>.summary.json``. ``--list``
-prints the strata and stops.
+prints the strata and stops. Two job lists may share ``--out`` (each stratum
+draws the same jobs in both, and each summary counts only its own strata): for
+example ``--configfile`` a file holding ``share_runs: false`` (the workflow
+merges it over ``config/config.yaml``), then ``config/config.yaml`` itself,
+whose sample is a subset of the first's.
 """
 
 from __future__ import annotations
@@ -323,6 +327,9 @@ def run_sample(sample, trees, out, workers):
 def summarize(groups, out, trees, args, n_jobs, n_sampled):
     """Extrapolate per tree from the measured jobs; compare the records between trees."""
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    # only the strata of this job list: an --out shared with another job list (e.g. the same
+    # config with share_runs off, whose extra strata this one lacks) counts its common strata
+    rows = [r for r in rows if tuple(r["stratum"]) in groups]
     report = {"configfile": args.configfile, "per_stratum": args.per_stratum, "seed": args.seed,
               "n_jobs": n_jobs, "n_sampled": n_sampled, "trees": trees, "estimate": {}}
     # jobs measured with every tree: the comparison is on the same jobs
