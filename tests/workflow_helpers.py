@@ -58,40 +58,36 @@ def load_config(*paths):
     return merged_config(paths)
 
 
+def _experiment_jobs(exp):
+    """Every training job of one experiment (config dict), as what makes its record: dataset,
+    method, solver, stopping rule, groups, tol, max_iter, precision, penalty, alpha, samples
+    per class and subset (computed from the config, independently of the workflow)."""
+    for grid in exp["grids"]:
+        solver = grid.get("solver", exp["solver"])
+        stopping = grid.get("stopping", exp["stopping"] if solver == "paper" else "gap")
+        fit = (exp["dataset"], grid["method"], solver, stopping, str(grid["groups"]), exp["tol"],
+               exp["max_iter"], grid.get("precision", "double"), grid["penalty"])
+        sizes = [None] if exp["samples_per_class"] is None else grid.get("samples_per_class",
+                                                                           exp["samples_per_class"])
+        for n in sizes:
+            for alpha in grid["alphas"]:
+                for subset in range(1 if n is None else exp["n_subsets"]):
+                    yield fit + (float(alpha), n, subset)
+
+
 def expected_train_jobs(cfg):
     """Training jobs per experiment, computed from the config (independently of the workflow)."""
-    counts = {}
-    for exp_id, exp in cfg["experiments"].items():
-        n = 0
-        for grid in exp["grids"]:
-            if exp["samples_per_class"] is None:
-                n += len(grid["alphas"])
-            else:
-                sizes = grid.get("samples_per_class", exp["samples_per_class"])
-                n += len(grid["alphas"]) * len(sizes) * exp["n_subsets"]
-        counts[exp_id] = n
-    return counts
+    return {exp_id: sum(1 for _ in _experiment_jobs(exp)) for exp_id, exp in cfg["experiments"].items()}
 
 
 def shared_train_jobs(cfg):
     """``{experiment: jobs whose record an earlier experiment's job makes}`` (``share_runs``, on
-    by default): the same dataset, method, solver, stopping rule, groups, tol, max_iter,
-    precision, penalty, alpha, samples per class and subset; computed from the config alone."""
+    by default): the same fields of :func:`_experiment_jobs`."""
     if not cfg.get("share_runs", True):
         return {exp_id: 0 for exp_id in cfg["experiments"]}
     seen, counts = set(), {}
     for exp_id, exp in cfg["experiments"].items():
-        mine = set()
-        for grid in exp["grids"]:
-            solver = grid.get("solver", exp["solver"])
-            stopping = grid.get("stopping", exp["stopping"] if solver == "paper" else "gap")
-            fit = (exp["dataset"], grid["method"], solver, stopping, str(grid["groups"]), exp["tol"],
-                   exp["max_iter"], grid.get("precision", "double"), grid["penalty"])
-            spc = [None] if exp["samples_per_class"] is None else grid.get("samples_per_class",
-                                                                             exp["samples_per_class"])
-            for n in spc:
-                for alpha in grid["alphas"]:
-                    mine |= {fit + (float(alpha), n, s) for s in range(1 if n is None else exp["n_subsets"])}
+        mine = set(_experiment_jobs(exp))
         counts[exp_id] = len(mine & seen)
         seen |= mine
     return counts

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 __all__ = [
@@ -325,6 +326,12 @@ def check_sizes(cfg):
 # --------------------------------------------------------------------------- the job plan
 
 
+def _job_id(job):
+    """A training job (a dict of :meth:`Plan.train_jobs`) as a key: its experiment and its fields
+    within it (the dataset is the experiment's)."""
+    return job["experiment"], job["method"], job["penalty"], job["alpha"], job["L"], job["subset"]
+
+
 class Plan:
     """The jobs and output paths of a (checked) config.
 
@@ -394,20 +401,21 @@ class Plan:
         return jobs
 
     def _run_owners(self):
-        """``{job key: experiment}``: for each distinct training job, the first experiment
-        (in the config's order) that has it (see :meth:`run_owner`). Built once."""
+        """``{(experiment, method, penalty, alpha, L, subset): experiment that makes its record}``
+        for every training job of the config (see :meth:`run_owner`). Built once."""
         if self._owners is None:
-            owners = {}
+            first, settings, owners = {}, {}, {}
             for exp_id in self.config["experiments"]:
                 for job in self.train_jobs(exp_id):
-                    owners.setdefault(self._job_key(job), exp_id)
+                    curve = (exp_id, job["method"], job["penalty"])
+                    if curve not in settings:
+                        fit = self.train_settings(*curve)
+                        settings[curve] = tuple(sorted((k, repr(v)) for k, v in fit.items()))
+                    same = (job["dataset"], job["method"], job["penalty"], job["alpha"], job["L"],
+                            job["subset"], settings[curve])
+                    owners[_job_id(job)] = first.setdefault(same, exp_id)
             self._owners = owners
         return self._owners
-
-    def _job_key(self, job):
-        settings = self.train_settings(job["experiment"], job["method"], job["penalty"])
-        return (job["dataset"], job["method"], job["penalty"], job["alpha"], job["L"], job["subset"],
-                tuple(sorted((k, repr(v)) for k, v in settings.items())))
 
     def run_owner(self, job):
         """The experiment whose training job makes the record of ``job`` (a dict of
@@ -423,7 +431,7 @@ class Plan:
         """
         if not self.config.get("share_runs", True):
             return job["experiment"]
-        return self._run_owners()[self._job_key(job)]
+        return self._run_owners()[_job_id(job)]
 
     def run_files(self, exp_id, **only):
         """Records of an experiment's training jobs (optionally only those whose fields match `only`),
@@ -437,12 +445,9 @@ class Plan:
     def shared_runs(self, exp_id):
         """``{experiment: count}`` of the records of ``exp_id``'s training jobs that another
         experiment's jobs make (:meth:`run_owner`); empty when it makes all of its own."""
-        out = {}
-        for job in self.train_jobs(exp_id):
-            owner = self.run_owner(job)
-            if owner != exp_id:
-                out[owner] = out.get(owner, 0) + 1
-        return out
+        makers = Counter(self.run_owner(job) for job in self.train_jobs(exp_id))
+        del makers[exp_id]
+        return dict(makers)
 
     def trace_jobs(self, exp_id):
         """One dict per trace job (the fields of :attr:`trace_pattern`); none without ``trace``."""
