@@ -130,6 +130,40 @@ def test_solvers_same_iterates_with_and_without_kernel(monkeypatch, method, name
                                                        abs=1e-9 * L)
 
 
+# --------------------------------------------------------------------------- FISTA's momentum
+
+@pytest.mark.parametrize("shape", [(31, 20), (3970, 10), (5, 1), (0, 3)])
+@pytest.mark.parametrize("c", [0.0, 0.37, 0.999])
+def test_momentum_step_is_numpys(shape, c):
+    step = _kernels.momentum(0, force=True)
+    rng = np.random.default_rng(sum(shape))
+    X, Xn, V = (rng.standard_normal(shape) * (rng.random(shape) < 0.4) for _ in range(3))
+    D = Xn - X
+    want_dd, want_rs = float(np.vdot(D, D)), float(np.vdot(V - Xn, D))
+    D *= c
+    D += Xn
+    dd, rs = step(X, Xn, V, c)
+    # the sums in another order than numpy's: equal to rounding
+    assert dd == pytest.approx(want_dd, rel=1e-12, abs=1e-300)
+    assert rs == pytest.approx(want_rs, rel=1e-12, abs=1e-12 * (want_dd + 1e-300))
+    np.testing.assert_array_equal(V, D)  # the extrapolated point: numpy's roundings, to the bit
+
+
+def test_momentum_step_restart_sign_and_checks():
+    step = _kernels.momentum(0, force=True)
+    X = np.zeros((4, 3))
+    Xn = np.ones((4, 3))
+    # V beyond Xn along the step: the momentum points against it (positive: restart)
+    assert step(X, Xn, 2.0 * Xn, 0.5) == (12.0, 12.0)
+    assert step(X, Xn, 0.5 * Xn, 0.5) == (12.0, -6.0)  # V short of Xn: keep the momentum
+    with pytest.raises(ValueError, match="share memory"):
+        step(X, Xn, Xn, 0.5)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        step(np.asfortranarray(np.ones((4, 3))), Xn, np.zeros((4, 3)), 0.5)
+    assert _kernels.momentum(_kernels.MIN_SIZE - 1) is None  # small: numpy
+    assert _kernels.momentum(_kernels.MIN_SIZE) is not None
+
+
 # --------------------------------------------------------------------------- the dual step
 
 def _dual_numpy(Y, TX, TXn, sR, sigma, lam):

@@ -13,6 +13,10 @@ flat pass, groups of one row (across classes) in one pass per row, and
 within-class groups in chunks of whole blocks, each chunk through a few short
 loops that the compiler vectorises (:func:`sparsesvm.solvers._kernels_jit.step`).
 
+The same module compiles the dual updates of Algorithms 1 and 2
+(:func:`simplex_step`, :func:`epigraph_step`), FISTA's momentum (:func:`momentum`)
+and the products of :mod:`sparsesvm.model.operator` that skip zero weights.
+
 The kernels compute exactly the proximity operators of
 :mod:`sparsesvm.model.penalties` (tests compare them with those, which are checked
 against CVXPY); only the order of the floating-point operations differs. Each
@@ -150,6 +154,33 @@ def fused_step(penalty, size, force=False):
         if not (X.flags.c_contiguous and V.flags.c_contiguous and out.flags.c_contiguous):
             raise ValueError("the compiled step takes C-contiguous float64 arrays")
         return kernel(X, V, float(tau), b, kind, out)
+
+    return step
+
+
+def momentum(size, force=False):
+    """FISTA's compiled momentum ``step(X, Xn, V, c) -> (dd, rs)``, or None.
+
+    In one pass: ``dd = ||Xn - X||^2`` (the stopping measure's numerator), ``rs = <V -
+    Xn, Xn - X>`` (the adaptive restart's test, with the ``V`` passed in), and ``V`` is
+    overwritten with the extrapolated point ``Xn + c (Xn - X)``, rounded as numpy rounds
+    it (:func:`sparsesvm.solvers._kernels_jit.momentum_step`). Arrays float64 C-contiguous
+    of one shape (M + 1, K); ``V`` must share memory with neither ``X`` nor ``Xn``. None
+    when the kernels are unavailable or ``size`` (the number of parameters) is below
+    :data:`MIN_SIZE` and ``force`` is False (FISTA then uses the numpy path).
+    """
+    kernels = _kernels_for(size, force)
+    if kernels is None:
+        return None
+    kernel = kernels.momentum_step
+
+    def step(X, Xn, V, c):
+        for a in (X, Xn, V):
+            if not a.flags.c_contiguous:
+                raise ValueError("the compiled momentum takes C-contiguous float64 arrays")
+        if np.shares_memory(V, X) or np.shares_memory(V, Xn):
+            raise ValueError("V must not share memory with X or Xn")
+        return kernel(X, Xn, V, float(c))
 
     return step
 

@@ -283,6 +283,36 @@ def simplex_step(Y, TX, TXn, sR, sigma, lam, out):
     return nn, dd
 
 
+_MOMENTUM_SIGNATURE = types.UniTuple(types.float64, 2)(_C2, _C2, _C2, types.float64)
+
+
+# reassociation only: the sums vectorise, and the extrapolation keeps numpy's three
+# roundings ((Xn - X) * c + Xn, no fused multiply-add), so V is the numpy path's to the bit
+@numba.njit(_MOMENTUM_SIGNATURE, cache=True, nogil=True, fastmath={"reassoc"})
+def momentum_step(X, Xn, V, c):
+    """FISTA's momentum in one pass: its two sums, then ``V = Xn + c (Xn - X)`` in place.
+
+    ``X`` the previous iterate, ``Xn`` the new one, ``V`` the extrapolated point ``Xn``
+    was computed from (float64 C-contiguous arrays of one shape; ``V`` neither ``X`` nor
+    ``Xn``). Returns ``(||Xn - X||^2, <V - Xn, Xn - X>)`` with the ``V`` read before it is
+    overwritten: the stopping measure's numerator and the adaptive restart's test (a
+    positive value means a restart, whose extrapolated point is ``Xn`` itself: the caller
+    copies it). Each entry of ``V`` is rounded as numpy's ``D = Xn - X; D *= c; D += Xn``.
+    """
+    x = X.ravel()
+    xn = Xn.ravel()
+    v = V.ravel()
+    dd = 0.0
+    rs = 0.0
+    for i in range(x.size):
+        d = xn[i] - x[i]
+        dd += d * d
+        rs += (v[i] - xn[i]) * d
+        d = d * c
+        v[i] = d + xn[i]
+    return dd, rs
+
+
 _C1 = types.float64[::1]
 _EPI_SIGNATURE = types.void(_C2, _C2, _C2, _C2, _C1, _C1, types.float64, types.float64,
                             types.float64, _C2, _C1)

@@ -171,49 +171,70 @@ def _smooth_rel_gap(method, Phi, y_idx, penalty, lam, X, S=None):
 SMOOTH_SCHEMES = ("fista", "fb")
 
 
+def _next_t(t):
+    """FISTA's momentum sequence: ``t+ = (1 + sqrt(1 + 4 t^2)) / 2``."""
+    return 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+
+
 class _ForwardStep:
-    """The forward-backward step of FISTA and forward-backward, and its stopping measure.
+    """One iteration of FISTA or forward-backward after the product ``T V``.
 
     ``Xn = prox_{step g}(V - step * lam * T^T P)`` (``P`` the loss's derivative
-    at ``T V``) and ``||Xn - X||_F / ||Xn||_F``. On problems with at
-    least :data:`sparsesvm.solvers._kernels.MIN_SIZE` parameters and numba
-    installed the shift and the prox are one compiled pass (the primal step of
-    Algorithms 1-2, :func:`sparsesvm.solvers._kernels.fused_step`); otherwise numpy.
-    ``step`` is set once the clock runs (it needs ``||T||``), as
+    at ``T V``), the stopping measure ``||Xn - X||_F / ||Xn||_F`` and, for FISTA
+    (``momentum=True``), the next extrapolated point with the gradient-based
+    adaptive restart (O'Donoghue & Candes: the momentum is dropped when it points
+    against the step, ``<V - Xn, Xn - X> > 0``). On problems with at least
+    :data:`sparsesvm.solvers._kernels.MIN_SIZE` parameters and numba installed the
+    shift and the prox are one compiled pass (the primal step of Algorithms 1-2,
+    :func:`sparsesvm.solvers._kernels.fused_step`), and FISTA's two sums and
+    extrapolation another (:func:`sparsesvm.solvers._kernels.momentum`, writing into
+    V); otherwise numpy, the reference they are tested against. Forward-backward
+    (``momentum=False``, ``V = X``) takes the measure from the compiled pass's two
+    inner products (:class:`~sparsesvm.solvers._loop.RelChange`) and forms no
+    difference. ``step`` is set once the clock runs (it needs ``||T||``), as
     :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
-
-    FISTA (``momentum=True``) needs ``D = Xn - X``; forward-backward
-    (``momentum=False``, ``V = X``) takes the measure from the compiled pass's
-    two inner products (:class:`~sparsesvm.solvers._loop.RelChange`) and forms no
-    difference (``D`` is None).
     """
 
     def __init__(self, op, penalty, lam, momentum=True):
         self.op, self.penalty, self.lam, self.step = op, penalty, lam, None
         self.momentum = momentum
-        # compiles or loads the kernel (call before the clock starts)
-        self.fused = _kernels.fused_step(penalty, (op.n_features + 1) * op.n_classes)
+        size = (op.n_features + 1) * op.n_classes
+        # compile or load the kernels (call before the clock starts)
+        self.fused = _kernels.fused_step(penalty, size)
+        self.compiled_momentum = _kernels.momentum(size) if momentum and self.fused else None
         self.measure = None if momentum else RelChange(np.zeros(1))
 
-    def __call__(self, V, X, P):
-        """``(Xn, D, rel)`` from the extrapolated point V, the iterate X and ``P`` (L, K)."""
+    def __call__(self, V, X, P, t):
+        """``(Xn, rel, V+, t+)`` from the extrapolated point V, the iterate X, ``P`` (L, K)
+        and FISTA's ``t``; forward-backward: ``V+ = Xn``, ``t`` as given. The compiled
+        FISTA path overwrites V with V+."""
         if self.fused is not None:
             P *= self.lam
             Xn = np.ascontiguousarray(self.op.T_adjoint(P))
             nn, cross = self.fused(V, Xn, self.step, Xn)  # ||Xn||^2, <Xn, V> from the same pass
             if not self.momentum:  # V is X: ||Xn - X||^2 from the two inner products
-                return Xn, None, self.measure.from_products(nn, cross, Xn, X)
-            D = Xn - X
-            return Xn, D, float(np.sqrt(np.vdot(D, D) / nn)) if nn > 0 else np.inf
+                return Xn, self.measure.from_products(nn, cross, Xn, X), Xn, t
+            tn = _next_t(t)
+            dd, rs = self.compiled_momentum(X, Xn, V, (t - 1.0) / tn)  # V <- the next point
+            if rs > 0:  # restart: t = 1, whose coefficient (t - 1) / t+ is 0: V+ = Xn
+                tn = _next_t(1.0)
+                np.copyto(V, Xn)
+            return Xn, float(np.sqrt(dd / nn)) if nn > 0 else np.inf, V, tn
         G = self.op.T_adjoint(P)
         G *= -self.step * self.lam
         G += V
         Xn = self.penalty.prox(G, self.step, check_input=False)
         if not self.momentum:
-            return Xn, None, self.measure(Xn, X)
+            return Xn, self.measure(Xn, X), Xn, t
         D = Xn - X
         nrm = np.linalg.norm(Xn)
-        return Xn, D, float(np.linalg.norm(D) / nrm) if nrm > 0 else np.inf
+        rel = float(np.linalg.norm(D) / nrm) if nrm > 0 else np.inf
+        if np.vdot(V - Xn, D) > 0:
+            t = 1.0
+        tn = _next_t(t)
+        D *= (t - 1.0) / tn
+        D += Xn
+        return Xn, rel, D, tn
 
 
 def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace, reference,
@@ -223,7 +244,9 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
 
     Step ``1 / (curvature * lam * ||T||**2)`` (the gradient's Lipschitz
     constant; ``||T||`` on the clock).
-    Each iteration does one ``T`` (at the extrapolated point) and one ``T^T``.
+    Each iteration does one ``T`` (at the extrapolated point) and one ``T^T``; the rest
+    of it is :class:`_ForwardStep` (compiled passes on problems of at least
+    :data:`sparsesvm.solvers._kernels.MIN_SIZE` parameters).
     ``stopping="gap"``: the certified relative gap of X (``method``'s
     certificate) ``<= tol``, checked every :data:`~sparsesvm.solvers._loop.GAP_CHECK_EVERY` iterations.
     With float32 products (``op.dtype``) only the iteration's ``T V`` and ``T^T P`` are
@@ -261,19 +284,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
-        Xn, D, rel = forward(V, X, dual_fn(TV, R))
-        if fista:
-            # adaptive restart (O'Donoghue & Candes): momentum against the step
-            if np.vdot(V - Xn, D) > 0:
-                t = 1.0
-            tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-            D *= (t - 1.0) / tn
-            D += Xn
-            V = D
-            t = tn
-        else:
-            V = Xn
-        X = Xn
+        X, rel, V, t = forward(V, X, dual_fn(TV, R), t)
         if stopping == "gap":
             converged = gap(it, tol, X)
         else:
