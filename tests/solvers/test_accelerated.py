@@ -544,7 +544,7 @@ def test_working_set_pdhg_resumed_in_pieces_reaches_the_optimum(random_problem):
              recorder)
     calls = 0
     while not ws.finished and calls < 100000:
-        ws.advance(time.perf_counter() - 1.0)  # one check interval of PDHG a call
+        ws.advance(time.perf_counter() - 1.0)  # one PDHG iteration a call
         calls += 1
     assert ws.converged and calls > 2 and ws.best.rel_gap <= 1e-7
     assert abs(ws.best.primal - pstar) <= 1e-6 * pstar
@@ -552,8 +552,9 @@ def test_working_set_pdhg_resumed_in_pieces_reaches_the_optimum(random_problem):
 
 @pytest.mark.parametrize("kind,par", [("reg", 2.0), ("con", 6.0)])
 def test_pdhg_paused_at_every_check_and_resumed_follows_the_same_iterates(random_problem, kind, par):
-    """A deadline already past pauses PDHG at each certificate check; resumed from its
-    stored state it makes the iterates of one uninterrupted run (restarts included)."""
+    """A deadline already past pauses PDHG after every iteration, between its certificate
+    checks too; resumed from its stored state it makes the iterates of one uninterrupted run
+    (restarts and the checks' schedule included)."""
     from sparsesvm.model.operator import MulticlassOperator
     from sparsesvm.solvers.accelerated.pdhg import _pdhg, _Problem
 
@@ -567,10 +568,12 @@ def test_pdhg_paused_at_every_check_and_resumed_follows_the_same_iterates(random
     resume, done, pauses = {}, 0, 0
     X, Y = X0, Y0
     while done < n:
-        X, Y, _, nit, _, reason = _pdhg(prob, X, Y, 1.0, 0.0, n - done, 0.0, opts, resume=resume)
+        X, Y, _, nit, gr, reason = _pdhg(prob, X, Y, 1.0, 0.0, n - done, 0.0, opts, resume=resume)
         done += nit
         pauses += reason == "time"
-    assert na == n and pauses == 40
+        if done % 7 == 0:  # each pause certifies the point it returns, between checks too
+            assert gr.primal == pytest.approx(prob.certificate(X, Y).primal, rel=1e-12)
+    assert na == n and pauses == n
     np.testing.assert_allclose(X, Xa, rtol=0, atol=1e-12)
     np.testing.assert_allclose(Y, Ya, rtol=0, atol=1e-12)
     # without the state each pause restarts PDHG at its output: other iterates
