@@ -160,6 +160,8 @@ def test_momentum_step_restart_sign_and_checks():
         step(X, Xn, Xn, 0.5)
     with pytest.raises(ValueError, match="C-contiguous"):
         step(np.asfortranarray(np.ones((4, 3))), Xn, np.zeros((4, 3)), 0.5)
+    with pytest.raises(ValueError, match="one shape"):
+        step(X, Xn, np.zeros((5, 3)), 0.5)
     assert _kernels.momentum(_kernels.MIN_SIZE - 1) is None  # small: numpy
     assert _kernels.momentum(_kernels.MIN_SIZE) is not None
 

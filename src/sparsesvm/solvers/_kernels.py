@@ -178,6 +178,8 @@ def momentum(size, force=False):
         for a in (X, Xn, V):
             if not a.flags.c_contiguous:
                 raise ValueError("the compiled momentum takes C-contiguous float64 arrays")
+        if not X.shape == Xn.shape == V.shape:  # the kernel does not check its indices
+            raise ValueError(f"X, Xn and V must have one shape; got {X.shape}, {Xn.shape}, {V.shape}")
         if np.shares_memory(V, X) or np.shares_memory(V, Xn):
             raise ValueError("V must not share memory with X or Xn")
         return kernel(X, Xn, V, float(c))
