@@ -408,9 +408,8 @@ class Plan:
             for exp_id in self.config["experiments"]:
                 for job in self.train_jobs(exp_id):
                     curve = (exp_id, job["method"], job["penalty"])
-                    if curve not in settings:
-                        fit = self.train_settings(*curve)
-                        settings[curve] = tuple(sorted((k, repr(v)) for k, v in fit.items()))
+                    if curve not in settings:  # one dict layout, hashable values
+                        settings[curve] = tuple(self.train_settings(*curve).items())
                     same = (job["dataset"], job["method"], job["penalty"], job["alpha"], job["L"],
                             job["subset"], settings[curve])
                     owners[_job_id(job)] = first.setdefault(same, exp_id)

@@ -277,7 +277,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     clock = Clock()
     forward.step = 1.0 / (curvature * lam * op.norm() ** 2)
     X = np.zeros((op.n_features + 1, op.n_classes))
-    V = X.copy()
+    V = X.copy()  # a buffer of its own: the compiled momentum writes the next point into it
     TV = np.zeros_like(R, dtype=np.float64)
     t = 1.0
     tr = Trace(every, reference) if every else None
