@@ -78,6 +78,7 @@ PACKAGE = {
     "DenseProducts": ("sparsesvm.model.operator", "DenseProducts"),
     "make_penalty": ("sparsesvm.model.penalties", "make_penalty"),
     "solvers": ("sparsesvm.solvers", None),
+    "side_by_side": ("sparsesvm.solvers.side_by_side", "side_by_side"),
     "kernels": ("sparsesvm.solvers._kernels", None),
     "accelerated": ("sparsesvm.solvers.accelerated.hinge", None),
     "l2dual": ("sparsesvm.solvers.accelerated.l2dual", None),

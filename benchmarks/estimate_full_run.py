@@ -7,22 +7,23 @@ Issue 11, item 1. Steps:
 
 1. **The job list from Snakemake itself.** The workflow is loaded through
    Snakemake's Python API and its DAG built with ``forceall`` (every job, as
-   on a fresh results directory); the ``train`` jobs are taken from it with
+   on a fresh results directory); the ``train`` and ``train_grid`` jobs (a grid's
+   alphas side by side, ``side_by_side`` in the config) are taken from it with
    their wildcards, their evaluated ``params.settings`` (method, groups, tol,
    max_iter, solver, stopping: the config's own caps), inputs, outputs, log
    and threads. Nothing of the grid is re-implemented here. The list is saved
    (``--jobs-json``) so that a second run (other source tree) uses the same
    jobs without rebuilding the DAG.
 2. **A stratified sample.** Strata: dataset x experiment x training size x
-   method (the path segment, e.g. ``hinge-reg+accelerated``; the penalties of
-   a stratum are pooled: E2-E4 have one per method, E1 and E5's largest size
-   several); from each, ``--per-stratum`` jobs drawn without replacement
+   method (the path segment, e.g. ``hinge-reg+accelerated``; ``hinge-reg[grid]``
+   for the grid jobs; the penalties of a stratum are pooled: E2-E4 have one per
+   method, E1 and E5's largest size several); from each, ``--per-stratum`` jobs drawn without replacement
    (seeded), so every stratum is measured with several alphas and subsets.
 3. **The inputs.** The sampled jobs' inputs (features, subset files) are made
    by Snakemake (``snakemake <inputs> --cores N``) in ``--results``; not timed
    here (feature extraction is outside the training jobs' count).
 4. **Each sampled job as the workflow runs it:** a fresh Python process
-   executes the tree's own ``workflow/scripts/train.py`` with a ``snakemake``
+   executes the tree's own ``workflow/scripts/train.py`` (``train_grid.py``) with a ``snakemake``
    object carrying that job's wildcards, params, input, log, threads (what
    Snakemake's script preamble injects; its imports, ``snakemake.io`` and
    ``snakemake.script``, are done first as in a real job), BLAS at one
@@ -126,9 +127,10 @@ def list_jobs(configfile, config, snakefile):
         workflow._build_dag()
         jobs = []
         for job in workflow.dag.jobs:
-            if job.rule.name != "train":
+            if job.rule.name not in SCRIPTS:
                 continue
             jobs.append({
+                "rule": job.rule.name,
                 "wildcards": dict(job.wildcards.items()),
                 "params": {k: v for k, v in job.params.items()},
                 "input": {k: str(v) for k, v in job.input.items()},
@@ -140,10 +142,17 @@ def list_jobs(configfile, config, snakefile):
     return jobs
 
 
+#: the training rules and their scripts (a job list written before ``train_grid`` existed
+#: holds ``train`` jobs only, without a ``rule`` field)
+SCRIPTS = {"train": "train.py", "train_grid": "train_grid.py"}
+
+
 def stratum(job):
-    """dataset, experiment, training size, method (the path segment); penalties pooled."""
+    """dataset, experiment, training size, method (the path segment; ``<method>[grid]`` for a
+    grid job, whose alphas run side by side); penalties pooled."""
     w = job["wildcards"]
-    return (w["dataset"], w["experiment"], w["L"], w["method"])
+    grid = "[grid]" if job.get("rule", "train") == "train_grid" else ""
+    return (w["dataset"], w["experiment"], w["L"], w["method"] + grid)
 
 
 def draw(jobs, per_stratum, seed):
@@ -180,7 +189,7 @@ def run_one(job, src, scratch):
     out = Path(scratch) / f"{name}.json"
     job["output"] = [str(out)]
     job["log"] = [str(Path(scratch) / f"{name}.log")]
-    job["script"] = str(Path(src) / "workflow" / "scripts" / "train.py")
+    job["script"] = str(Path(src) / "workflow" / "scripts" / SCRIPTS[job.get("rule", "train")])
     proc = h.run_fresh(CHILD, json.dumps(job), env=h.child_env(Path(src) / "src"), check=False)
     if proc.returncode != 0 or not out.exists():
         log = Path(job["log"][0])
@@ -189,6 +198,16 @@ def run_one(job, src, scratch):
     rec = json.loads(out.read_text())
     keep = ("fit_time_s", "fit_wall_time_s", "n_iter", "converged", "test_errors", "nnz",
             "objective", "constraint_violation")
+    if isinstance(rec, list):  # a grid job: its alphas' records, and their totals to compare
+        return {"cpu_s": proc.cpu_s, "wall_s": proc.wall_s,
+                "fit_time_s": max(r["fit_time_s"] for r in rec),
+                "fit_wall_time_s": rec[0]["fit_wall_time_s"],
+                "n_iter": sum(r["n_iter"] for r in rec),
+                "converged": all(r["converged"] for r in rec),
+                "test_errors": sum(r["test_errors"] for r in rec), "nnz": sum(r["nnz"] for r in rec),
+                "objective": sum(r["objective"] for r in rec),
+                "constraint_violation": max(r["constraint_violation"] for r in rec),
+                "records": [{"alpha": r["alpha"], **{k: r.get(k) for k in keep}} for r in rec]}
     return {"cpu_s": proc.cpu_s, "wall_s": proc.wall_s,
             **{k: rec.get(k) for k in keep}}
 
@@ -260,7 +279,7 @@ def main(argv=None):
     else:
         t0 = time.perf_counter()
         jobs = list_jobs(args.configfile, config, ROOT / "Snakefile")
-        print(f"DAG: {len(jobs)} train jobs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(f"DAG: {len(jobs)} training jobs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         if args.jobs_json:
             Path(args.jobs_json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.jobs_json).write_text(json.dumps(jobs))
@@ -314,7 +333,8 @@ def run_sample(sample, trees, out, workers):
                 with open(out, "a") as fh:
                     fh.write(json.dumps(r) + "\n")
                 print(f"[{i + 1}/{len(sample)} {name}] {' '.join(r['stratum'])} "
-                      f"alpha={job['wildcards']['alpha']} subset={job['wildcards']['subset']}: "
+                      f"alpha={job['wildcards'].get('alpha', 'grid')} "
+                      f"subset={job['wildcards']['subset']}: "
                       f"cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s, "
                       f"fit {r['fit_time_s']:.3f} s, "
                       f"{r['n_iter']} it", file=sys.stderr, flush=True)

@@ -309,3 +309,24 @@ def test_estimate_draws_the_same_jobs_from_the_strata_two_job_lists_share():
     assert names(without_e4) == [n for n in names(sample) if "/e4/" not in n]
     _, other_seed = est.draw(jobs(["e2", "e5"]), 3, seed=1)
     assert names(other_seed) != names(without_e4)
+
+
+def test_estimate_counts_grid_jobs_in_strata_of_their_own():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        est = importlib.import_module("estimate_full_run")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    single = [{"wildcards": {"dataset": "mnist", "experiment": "e2", "L": "3K", "method": "logit",
+                             "alpha": str(a), "subset": str(s)}} for a in range(9) for s in range(10)]
+    grid = [{"rule": "train_grid", "wildcards": {"dataset": "mnist", "experiment": "e2", "L": "3K",
+                                                 "method": "logit", "subset": str(s)}}
+            for s in range(10, 25)]
+    groups, sample = est.draw(single + grid, 2, seed=0)
+    assert {k: len(v) for k, v in groups.items()} == {("mnist", "e2", "3K", "logit"): 90,
+                                                      ("mnist", "e2", "3K", "logit[grid]"): 15}
+    # the single jobs' stratum draws what it draws without the grid jobs
+    _, alone = est.draw(single, 2, seed=0)
+    assert [j for j in sample if "rule" not in j] == [j for j in alone]
+    assert est.SCRIPTS[grid[0]["rule"]] == "train_grid.py"
+    assert all((BENCHMARKS.parent / "workflow" / "scripts" / s).is_file() for s in est.SCRIPTS.values())

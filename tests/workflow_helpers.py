@@ -99,6 +99,41 @@ def expected_run_jobs(cfg):
     return {exp_id: n - shared[exp_id] for exp_id, n in expected_train_jobs(cfg).items()}
 
 
+#: the methods fitted side by side (sparsesvm.solvers.side_by_side.SIDE_BY_SIDE_METHODS)
+SIDE_BY_SIDE = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit")
+
+
+def expected_grid_jobs(cfg):
+    """``{experiment: {(method, penalty, samples per class, subset): number of alphas}}``: the
+    grid jobs of the experiments with ``side_by_side`` (computed from the config,
+    independently of the workflow): a method of :data:`SIDE_BY_SIDE` with the paper's solver
+    and the relative-change rule, two alphas or more whose records no other experiment reads
+    (with ``share_runs``, the jobs another experiment has with the same fields)."""
+    share = cfg.get("share_runs", True)
+    jobs = {exp_id: set(_experiment_jobs(exp)) for exp_id, exp in cfg["experiments"].items()}
+    out = {}
+    for exp_id, exp in cfg["experiments"].items():
+        others = set().union(*(j for e, j in jobs.items() if e != exp_id)) if share else set()
+        counts = {}
+        if exp.get("side_by_side", False):
+            for job in jobs[exp_id]:
+                _, method, solver, stopping = job[:4]
+                if method in SIDE_BY_SIDE and solver == "paper" and stopping == "rel_change" \
+                        and job not in others:
+                    key = (method, job[8], job[10], job[11])
+                    counts[key] = counts.get(key, 0) + 1
+        out[exp_id] = {k: n for k, n in counts.items() if n > 1}
+    return out
+
+
+def expected_files(cfg):
+    """Record files per experiment: its own training jobs (:func:`expected_run_jobs`), a grid
+    job's alphas in one file (:func:`expected_grid_jobs`)."""
+    grids = expected_grid_jobs(cfg)
+    return {exp_id: n - sum(grids[exp_id].values()) + len(grids[exp_id])
+            for exp_id, n in expected_run_jobs(cfg).items()}
+
+
 def job_stats(output):
     """Parse the 'Job stats' table of a snakemake run or dry run into {rule: count}."""
     m = re.search(r"Job stats:\n(.*?)\n\s*total\s+(\d+)", output, re.S)

@@ -52,6 +52,7 @@ __all__ = [
     "check_groups",
     "encode_labels",
     "fit",
+    "fit_alphas",
     "unused_features_dropped",
     "decision_scores",
 ]
@@ -354,66 +355,126 @@ def fit(params, X, y, *, groups=None, reference_coef=None, owner="SparseSVC"):
     ValueError
         Fewer than 2 classes; bad groups or reference; bad data (from the operator).
     """
-    if not issparse(X):
-        X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] and X.shape[1] and (X.size if not issparse(X) else X.nnz):
-        amax = max(float(X.max()), -float(X.min()))
-        if MAX_NORM < amax < np.inf:  # then ||T|| > MAX_NORM too (NaN, inf, the rest: the operator)
-            raise ValueError(
-                f"{owner}: X has entries up to {amax:.3g} in absolute value, too large for float64 "
-                f"arithmetic (the solvers use ||T||**2 >= {amax:.3g}**2). Rescale X, e.g. divide it by "
-                f"{amax:.3g} (its largest entry) or standardise its features "
-                "(sklearn.preprocessing.StandardScaler), and fit again"
-            )
-    classes, y_idx = encode_labels(y, owner)
-    K = classes.size
-    L, M = X.shape
-    groups = check_groups(params.penalty, groups, M, params.method)
-    reference = None
-    if reference_coef is not None:
-        if not solver_family(params.solver)["trace"]:
-            raise ValueError(f"{owner}: solver {params.solver!r} records no convergence trace "
-                             "(reference_coef given)")
-        ref = np.asarray(reference_coef, dtype=np.float64)
-        if ref.shape != (K, M + 1):
-            raise ValueError(f"reference_coef must have shape (n_classes, n_features + 1) = "
-                             f"{(K, M + 1)}, got {ref.shape}")
-        if not np.all(np.isfinite(ref)):
-            raise ValueError("reference_coef contains NaN or inf")
-        reference = np.ascontiguousarray(ref.T)
-    op = MulticlassOperator(X, y_idx, K, dtype=PRECISIONS[params.precision])
-    used = unused_features_dropped(op, params.method, params.solver, groups)
-    if used is not None and reference is not None and np.delete(reference[:-1], used, axis=0).any():
-        used = None  # a trace reference with weights on unused features: its distance in full
-    if used is not None:  # fitted on the used features; the others' weights stay 0
-        op = op.restrict_features(used)
-        if reference is not None:
-            reference = reference[np.append(used, M)]
-    pen = make_penalty(params.penalty, groups, op.n_features, K)
-    res = params.run(op, pen, params.alpha, tol=params.tol, max_iter=params.max_iter,
-                     step_ratio=params.step_ratio, trace=params.trace, reference=reference,
-                     stopping=params.stopping)
-    if used is not None:
-        full = np.zeros((M + 1, K))
-        full[used] = res.X[:-1]
-        full[-1] = res.X[-1]
-        res = replace(res, X=full)
-    return LinearFit(
-        classes=classes,
-        coef=np.ascontiguousarray(res.X[:-1].T),
-        intercept=np.array(res.X[-1], dtype=np.float64),
-        groups=groups,
-        n_iter=int(res.n_iter),
-        converged=bool(res.converged),
-        objective=float(res.objective),
-        constraint_violation=float(res.constraint_violation),
-        fit_time=float(res.fit_time),
-        rel_gap=float(res.rel_gap),
-        stopping=params.stopping,
-        trace=res.trace if params.trace else None,
-    )
+    problem = _Problem(params, X, y, groups, reference_coef, owner)
+    res = params.run(problem.op, problem.penalty, params.alpha, tol=params.tol,
+                     max_iter=params.max_iter, step_ratio=params.step_ratio, trace=params.trace,
+                     reference=problem.reference, stopping=params.stopping)
+    return problem.linear_fit(res, params)
+
+
+def fit_alphas(params, alphas, X, y, *, groups=None, owner="SparseSVC"):
+    """Fit the model of ``params`` at each of ``alphas``, the fits side by side.
+
+    The fits share each iteration's products with the features
+    (:func:`sparsesvm.solvers.side_by_side.side_by_side`); each is :func:`fit`'s at that
+    alpha up to the rounding of the products. For the paper's solvers
+    (``solver="paper"``) of hinge-reg, hinge-con, hinge-lin, square and logit with the
+    relative-change rule and no trace.
+
+    Parameters
+    ----------
+    params : FitParams
+        From :func:`check_params`; its ``alpha`` is not used.
+    alphas : sequence of float > 0
+    X, y, groups, owner
+        As in :func:`fit`.
+
+    Returns
+    -------
+    list of LinearFit
+        One per alpha, in order; ``fit_time``: the seconds the side-by-side loop had run
+        when that fit stopped (time shared with the other fits).
+
+    Raises
+    ------
+    ValueError
+        As :func:`fit`; and for a method, solver, stopping rule or trace that the fits
+        side by side do not take, or a bad alpha.
+    """
+    from .solvers.registry import model_parameters
+    from .solvers.side_by_side import SIDE_BY_SIDE_METHODS, side_by_side
+
+    if (params.solver != "paper" or params.method not in SIDE_BY_SIDE_METHODS
+            or params.stopping != "rel_change" or params.trace):
+        raise ValueError(f"{owner}: fits side by side take solver 'paper', one of "
+                         f"{SIDE_BY_SIDE_METHODS}, stopping 'rel_change' and no trace; got "
+                         f"method {params.method!r}, solver {params.solver!r}, stopping "
+                         f"{params.stopping!r}, trace {params.trace!r}")
+    alphas = [_check_positive_real(a, "alpha") for a in alphas]
+    problem = _Problem(params, X, y, groups, None, owner)
+    weights = [model_parameters(params.method, a, problem.op.n_samples)[1] for a in alphas]
+    results = side_by_side(params.method, problem.op, problem.penalty, weights, tol=params.tol,
+                           max_iter=params.max_iter, step_ratio=params.step_ratio)
+    return [problem.linear_fit(res, params) for res in results]
+
+
+class _Problem:
+    """The operator and penalty of a fit (:func:`fit`, :func:`fit_alphas`), and its results
+    as :class:`LinearFit` (the weights of features dropped as unused put back as 0)."""
+
+    def __init__(self, params, X, y, groups, reference_coef, owner):
+        if not issparse(X):
+            X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+        if X.shape[0] and X.shape[1] and (X.size if not issparse(X) else X.nnz):
+            amax = max(float(X.max()), -float(X.min()))
+            if MAX_NORM < amax < np.inf:  # then ||T|| > MAX_NORM too (NaN, inf, the rest: the operator)
+                raise ValueError(
+                    f"{owner}: X has entries up to {amax:.3g} in absolute value, too large for float64 "
+                    f"arithmetic (the solvers use ||T||**2 >= {amax:.3g}**2). Rescale X, e.g. divide it by "
+                    f"{amax:.3g} (its largest entry) or standardise its features "
+                    "(sklearn.preprocessing.StandardScaler), and fit again"
+                )
+        self.classes, y_idx = encode_labels(y, owner)
+        K = self.classes.size
+        L, M = X.shape
+        self.M, self.K = M, K
+        self.groups = groups = check_groups(params.penalty, groups, M, params.method)
+        reference = None
+        if reference_coef is not None:
+            if not solver_family(params.solver)["trace"]:
+                raise ValueError(f"{owner}: solver {params.solver!r} records no convergence trace "
+                                 "(reference_coef given)")
+            ref = np.asarray(reference_coef, dtype=np.float64)
+            if ref.shape != (K, M + 1):
+                raise ValueError(f"reference_coef must have shape (n_classes, n_features + 1) = "
+                                 f"{(K, M + 1)}, got {ref.shape}")
+            if not np.all(np.isfinite(ref)):
+                raise ValueError("reference_coef contains NaN or inf")
+            reference = np.ascontiguousarray(ref.T)
+        op = MulticlassOperator(X, y_idx, K, dtype=PRECISIONS[params.precision])
+        used = unused_features_dropped(op, params.method, params.solver, groups)
+        if used is not None and reference is not None and np.delete(reference[:-1], used, axis=0).any():
+            used = None  # a trace reference with weights on unused features: its distance in full
+        if used is not None:  # fitted on the used features; the others' weights stay 0
+            op = op.restrict_features(used)
+            if reference is not None:
+                reference = reference[np.append(used, M)]
+        self.op, self.used, self.reference = op, used, reference
+        self.penalty = make_penalty(params.penalty, groups, op.n_features, K)
+
+    def linear_fit(self, res, params):
+        """A solver's result as the :class:`LinearFit` of the whole feature set."""
+        if self.used is not None:
+            full = np.zeros((self.M + 1, self.K))
+            full[self.used] = res.X[:-1]
+            full[-1] = res.X[-1]
+            res = replace(res, X=full)
+        return LinearFit(
+            classes=self.classes,
+            coef=np.ascontiguousarray(res.X[:-1].T),
+            intercept=np.array(res.X[-1], dtype=np.float64),
+            groups=self.groups,
+            n_iter=int(res.n_iter),
+            converged=bool(res.converged),
+            objective=float(res.objective),
+            constraint_violation=float(res.constraint_violation),
+            fit_time=float(res.fit_time),
+            rel_gap=float(res.rel_gap),
+            stopping=params.stopping,
+            trace=res.trace if params.trace else None,
+        )
 
 
 def decision_scores(X, coef, intercept, *, block_rows=256):

@@ -661,6 +661,58 @@ def test_run_job_is_sparsesvc_fit_on_the_subset(tiny_features, method, penalty, 
     assert rec["test_errors"] == int(np.count_nonzero(est.predict(Xte) != yte))
 
 
+@pytest.mark.parametrize("method, penalty, groups", [
+    ("hinge-reg", "l1inf", 4), ("hinge-con", "l12", "features"), ("logit", "l1", None),
+])
+def test_run_grid_job_is_run_job_at_each_alpha(tiny_features, tmp_path, method, penalty, groups):
+    """A grid job's records are run_job's at each alpha (the fits side by side: the same
+    iterations and errors, weights and objective to the rounding of the shared products);
+    the file of the records reads back as one row per alpha."""
+    d, Xtr, ytr, Xte, yte = tiny_features
+    subset = np.array([0, 1, 2, 6, 7, 8, 12, 13, 14])
+    alphas = [0.05, 0.5, 5.0]
+    recs = runner.run_grid_job(d, subset, method, penalty, groups, alphas, 1e-4, 400,
+                               dataset="blobs", experiment="T", subset=2, L=9)
+    assert [r["alpha"] for r in recs] == alphas
+    for alpha, rec in zip(alphas, recs):
+        one, coef_full = runner.run_job(d, subset, method, penalty, groups, alpha, 1e-4, 400,
+                                        dataset="blobs", experiment="T", subset=2, L=9)
+        for key in runner.RECORD_FIELDS:
+            assert key in rec, key
+        assert rec["side_by_side"] == 3 and "side_by_side" not in one
+        assert abs(rec["n_iter"] - one["n_iter"]) <= 1 and rec["converged"] == one["converged"]
+        for key in ("test_errors", "train_errors", "nnz", "nnz_per_class", "L", "n_test", "subset",
+                    "dataset", "experiment", "method", "penalty", "groups", "solver", "stopping"):
+            assert rec[key] == one[key], key
+        assert rec["objective"] == pytest.approx(one["objective"], rel=1e-9, abs=1e-12)
+        assert 0 <= rec["fit_time_s"] <= rec["fit_wall_time_s"] + 1e-9
+        assert (rec["fit_time_s"] == 0) == (one["fit_time_s"] == 0)  # X = 0 solves it: no loop
+    path = runner.write_json_atomic(tmp_path / "grid.json", recs)
+    df = aggregate.collect([path], experiment="T")
+    assert len(df) == 3 and sorted(df["alpha"]) == alphas and set(df["result_path"]) == {str(path)}
+
+
+def test_run_grid_job_refuses_what_it_cannot_fit_side_by_side(tiny_features):
+    d = tiny_features[0]
+    with pytest.raises(ValueError, match="alphas is empty"):
+        runner.run_grid_job(d, None, "hinge-reg", "l1", None, [], 1e-4, 10)
+    with pytest.raises(ValueError, match="alpha"):
+        runner.run_grid_job(d, None, "hinge-reg", "l1", None, [0.1, -1.0], 1e-4, 10)
+    with pytest.raises(ValueError, match="side by side take"):
+        runner.run_grid_job(d, None, "ova", "l1", None, [0.1, 1.0], 1e-4, 10)
+    with pytest.raises(ValueError, match="side by side take"):
+        runner.run_grid_job(d, None, "hinge-reg", "l1", None, [0.1, 1.0], 1e-4, 10, stopping="gap")
+
+
+def test_collect_refuses_a_file_of_other_json(tmp_path):
+    bad = runner.write_json_atomic(tmp_path / "bad.json", [1, 2])
+    with pytest.raises(ValueError, match="array of them"):
+        aggregate.collect([bad])
+    empty = runner.write_json_atomic(tmp_path / "empty.json", [])
+    with pytest.raises(ValueError, match="expected a JSON object"):
+        aggregate.collect([empty])
+
+
 def test_run_job_trace_with_reference(tiny_features):
     d, Xtr, ytr, Xte, yte = tiny_features
     _, ref = runner.run_job(d, None, "hinge-con", "l1inf", 2, 0.5, 1e-4, 600)

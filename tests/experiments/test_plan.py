@@ -65,7 +65,9 @@ def test_train_jobs_follow_the_grids(cfg):
     p = Plan(cfg)
     for exp_id, exp in cfg["experiments"].items():
         files = p.run_files(exp_id)
-        assert len(files) == len(set(files)) == expected_train_jobs(exp), exp_id
+        # a grid job's file stands for its alphas' records (test_alphas_side_by_side_...)
+        batched = sum(len(p.grid_alphas(**g)) - 1 for g in p.grid_jobs(exp_id))
+        assert len(files) == len(set(files)) == expected_train_jobs(exp) - batched, exp_id
     results = cfg["results"]
     assert f"{results}/leukemia/runs/e1/hinge-reg/l1/alpha~10.0/L~all/subset~0.json" in p.run_files("e1")
     e4 = p.run_files("e4", method="hinge-con+accelerated")
@@ -103,6 +105,46 @@ def test_runs_shared_with_an_earlier_experiment(cfg):
     assert all("/runs/e4/" in f for f in Plan({**cfg, "share_runs": False}).run_files("e4"))
 
 
+def test_alphas_side_by_side_where_no_other_experiment_reads_the_records(cfg):
+    # test.yaml's E2 (side_by_side): hinge-reg has two alphas at L = 2K and 3K on subsets 0
+    # and 1; E4 reads the two at 2K on subset 0 (shared runs, which E4 times): those stay
+    # jobs of their own, the three other (L, subset) pairs are grid jobs. The other E2 grids
+    # have one alpha each (nothing to share).
+    p, results = Plan(cfg), cfg["results"]
+    assert cfg["experiments"]["e2"]["side_by_side"] is True
+    grids = p.grid_jobs()
+    assert grids == p.grid_jobs("e2") and p.grid_jobs("e4") == []
+    assert {(g["method"], g["L"], g["subset"]) for g in grids} == {
+        ("hinge-reg", "2K", 1), ("hinge-reg", "3K", 0), ("hinge-reg", "3K", 1)}
+    assert p.grid_alphas("mnist", "e2", "hinge-reg", "l1inf", "3K", "1") == ["0.01", "1.0"]
+    grid_file = f"{results}/mnist/runs/e2/hinge-reg/l1inf/grid/L~3K/subset~1.json"
+    assert grid_file in p.grid_files("e2")
+    files = p.run_files("e2", method="hinge-reg")
+    assert files == [f"{results}/mnist/runs/e2/hinge-reg/l1inf/alpha~0.01/L~2K/subset~0.json",
+                     f"{results}/mnist/runs/e2/hinge-reg/l1inf/grid/L~2K/subset~1.json",
+                     f"{results}/mnist/runs/e2/hinge-reg/l1inf/alpha~1.0/L~2K/subset~0.json",
+                     f"{results}/mnist/runs/e2/hinge-reg/l1inf/grid/L~3K/subset~0.json", grid_file]
+    # E4 reads E2's shared records at their own paths, as without side_by_side
+    off = copy.deepcopy(cfg)
+    off["experiments"]["e2"]["side_by_side"] = False
+    assert p.run_files("e4") == Plan(off).run_files("e4") and Plan(off).grid_jobs() == []
+    # without shared runs every (L, subset) of E2's hinge-reg is a grid job
+    assert len(Plan({**cfg, "share_runs": False}).grid_jobs()) == 4
+    # not for the accelerated solver, one-vs-all or the certified gap rule
+    edited = copy.deepcopy(cfg)
+    _grid(edited, "e2", 0)["solver"] = "accelerated"
+    _grid(edited, "e2", 0)["stopping"] = "gap"
+    assert Plan(edited).grid_jobs() == []
+    edited = copy.deepcopy(cfg)
+    edited["experiments"]["e2"]["stopping"] = "gap"
+    assert Plan(edited).grid_jobs() == []
+    edited = copy.deepcopy(cfg)
+    _grid(edited, "e2", 4)["alphas"] = [0.1, 1.0]  # ova
+    assert {g["method"] for g in Plan(edited).grid_jobs()} == {"hinge-reg"}
+    _grid(edited, "e2", 3)["alphas"] = [0.1, 1.0]  # logit: not read by E4 at these alphas
+    assert {g["method"] for g in Plan(edited).grid_jobs()} == {"hinge-reg", "logit"}
+
+
 def test_trace_and_cv_jobs(cfg):
     p = Plan(cfg)
     e4 = cfg["experiments"]["e4"]
@@ -111,7 +153,8 @@ def test_trace_and_cv_jobs(cfg):
     assert f"{cfg['results']}/mnist/traces/e4/hinge-reg+accelerated/l1inf/L~2K/subset~0.json" in traces
     assert p.trace_files("e2") == []
     assert len(p.cv_files("e1")) == 2 * len(p.run_files("e1"))
-    assert len(p.cv_files("e2")) == 2 * len(p.run_files("e2")) and p.cv_folds("e2") == 2
+    # one CV job per training job, fold and alpha (a grid job's alphas too)
+    assert len(p.cv_files("e2")) == 2 * len(p.train_jobs("e2")) and p.cv_folds("e2") == 2
     assert p.cv_files("e3") == [] and p.cv_folds("e3") == 0
     assert p.cv_files("e1")[0].endswith("/subset~0/fold~0.json")
 

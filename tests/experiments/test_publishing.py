@@ -26,6 +26,7 @@ import fixtures_data  # noqa: E402
 from workflow_helpers import (  # noqa: E402
     FULL,
     TEST,
+    expected_grid_jobs,
     expected_run_jobs,
     expected_train_jobs,
     job_stats,
@@ -313,7 +314,9 @@ def test_cv_jobs_in_the_dag(tmp_path):
     want = sum(train[e] * exp["cv"]["folds"] for e, exp in cfg["experiments"].items() if exp.get("cv"))
     assert want > 0 and stats["train_cv"] == want
     assert stats["aggregate_cv"] == sum(1 for exp in cfg["experiments"].values() if exp.get("cv"))
-    assert stats["train"] == sum(expected_run_jobs(cfg).values())
+    grids = expected_grid_jobs(cfg)  # E2's alphas side by side: one grid job for several records
+    assert stats["train"] == sum(expected_run_jobs(cfg).values()) - sum(sum(g.values()) for g in grids.values())
+    assert stats["train_grid"] == sum(len(g) for g in grids.values()) > 0
 
 
 @pytest.mark.slow

@@ -32,6 +32,8 @@ from workflow_helpers import (
     QUICK,
     TEST,
     TESTS,
+    expected_files,
+    expected_grid_jobs,
     expected_run_jobs,
     expected_train_jobs,
     job_stats,
@@ -71,11 +73,15 @@ def test_full_dag_counts_training_jobs(tmp_path):
     got = {}
     for job in jobs:
         got[job["experiment"]] = got.get(job["experiment"], 0) + 1
-    # each experiment runs its jobs but those an earlier one has (E4: E2's 1290 of its 1980)
-    assert got == expected_run_jobs(cfg)
+    # each experiment runs its jobs but those an earlier one has (E4: E2's 1290 of its 1980),
+    # E2 those that E4 does not read as grid jobs (side_by_side: 180, one per method x L x
+    # subset 10-24, each for the grid's alphas)
+    grids = expected_grid_jobs(cfg)
+    assert got == {e: n - sum(grids[e].values()) for e, n in expected_run_jobs(cfg).items()}
     assert expected_train_jobs(cfg)["e4"] - got["e4"] == 1290
+    assert len(grids["e2"]) == 180 and {k[3] for k in grids["e2"]} == set(range(10, 25))
     stats = job_stats(out)
-    assert stats["train"] == len(jobs)
+    assert stats["train"] == len(jobs) and stats["train_grid"] == 180
     assert stats["download"] == 8
     assert stats["features"] == 3
     assert stats["aggregate"] == 5
@@ -197,7 +203,12 @@ def tiny_run(tmp_path_factory):
 
 
 def _records(results, exp_id):
-    return [json.loads(p.read_text()) for p in sorted(results.glob(f"*/runs/{exp_id}/**/*.json"))]
+    """The records an experiment's jobs wrote (a grid job's file holds a list of them)."""
+    out = []
+    for p in sorted(results.glob(f"*/runs/{exp_id}/**/*.json")):
+        held = json.loads(p.read_text())
+        out += held if isinstance(held, list) else [held]
+    return out
 
 
 @pytest.mark.slow
@@ -211,7 +222,9 @@ def test_tiny_run_all_rules(tiny_run):
     for dataset in ("mnist", "news20"):
         assert (results / dataset / "subsets" / "train_labels.npy").is_file(), dataset
     n_runs = sum(1 for _ in results.glob("*/runs/**/*.json"))
-    assert n_runs == sum(expected_run_jobs(cfg).values()) < sum(expected_train_jobs(cfg).values())
+    assert n_runs == sum(expected_files(cfg).values()) < sum(expected_run_jobs(cfg).values())
+    n_grids = sum(len(g) for g in expected_grid_jobs(cfg).values())
+    assert n_grids > 0 and sum(1 for _ in results.glob("*/runs/**/grid/**/*.json")) == n_grids
     assert any(results.glob("mnist/traces/e4/**/*.json"))
     for exp_id, exp in cfg["experiments"].items():
         assert (results / exp["dataset"] / "tables" / f"{exp_id}_runs.parquet").is_file()
@@ -219,11 +232,11 @@ def test_tiny_run_all_rules(tiny_run):
     assert all((results / "figures" / f"figure{n}.png").is_file() for n in (1, 2, 3, 4))
     if tiny_run["fresh"]:
         stats = tiny_run["stats"]
-        for rule in ("download", "labels", "subset", "features", "train", "trace", "aggregate", "train_cv",
-                     "aggregate_cv", "table1", "figure1", "figure2", "figure3", "figure4", "paper_comparison",
-                     "all"):
+        for rule in ("download", "labels", "subset", "features", "train", "train_grid", "trace", "aggregate",
+                     "train_cv", "aggregate_cv", "table1", "figure1", "figure2", "figure3", "figure4",
+                     "paper_comparison", "all"):
             assert stats.get(rule, 0) >= 1, (rule, stats)
-        assert stats["train"] == n_runs
+        assert stats["train"] == n_runs - n_grids and stats["train_grid"] == n_grids
         assert stats["download"] == len(downloads)
 
 

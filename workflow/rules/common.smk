@@ -64,6 +64,11 @@ def train_settings(wildcards):
     return PLAN.train_settings(wildcards.experiment, wildcards.method, wildcards.penalty)
 
 
+def grid_alphas(wildcards):
+    return PLAN.grid_alphas(wildcards.dataset, wildcards.experiment, wildcards.method, wildcards.penalty,
+                            wildcards.L, wildcards.subset)
+
+
 def trace_input(wildcards):
     """The trace job's training data and every run of its method, penalty and L
     (from which it takes the best alpha)."""

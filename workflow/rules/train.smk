@@ -1,4 +1,5 @@
-# Training: one job per dataset x experiment x method x penalty x alpha x L x subset.
+# Training: one job per dataset x experiment x method x penalty x alpha x L x subset (or,
+# with side_by_side, one per grid: rule train_grid).
 # Each job fits on one training subset, evaluates on the whole test split and writes
 # one JSON record (spec section 5). threads: 1 and BLAS pinned to one thread, so that
 # the fit times of concurrent jobs are comparable. A job that an earlier experiment has
@@ -34,6 +35,38 @@ rule train:
         runtime=240,
     script:
         "../scripts/train.py"
+
+
+rule train_grid:
+    # An experiment with side_by_side (E2 in the full config): the alphas of one method,
+    # penalty, L and subset fitted side by side in one job, sharing each iteration's products
+    # with the features (PLAN.grid_jobs: only records that no other experiment reads, so
+    # E4's timed runs stay jobs of their own). One JSON array of records.
+    input:
+        unpack(train_input),
+    output:
+        PLAN.grid_pattern,
+    params:
+        settings=train_settings,
+        alphas=grid_alphas,
+        code=TRAIN_CODE,
+    log:
+        f"{LOGS}/{{dataset}}/runs/{{experiment}}/{{method}}/{{penalty}}/grid/L~{{L}}/subset~{{subset}}.log",
+    benchmark:
+        f"{BENCH}/{{dataset}}/runs/{{experiment}}/{{method}}/{{penalty}}/grid/L~{{L}}/subset~{{subset}}.tsv"
+    conda:
+        f"{ENVS}/sparsesvm.yaml"
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+        experiment="e[1-5]",
+        L=r"\d+K",
+        subset=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    script:
+        "../scripts/train_grid.py"
 
 
 rule trace:

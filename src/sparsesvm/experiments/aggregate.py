@@ -143,7 +143,8 @@ def collect(json_paths, experiment=None):
     Parameters
     ----------
     json_paths : iterable of str or path-like
-        Files written by ``write_json_atomic(path, record)``.
+        Files written by ``write_json_atomic(path, record)``: one record, or a JSON array
+        of records (a grid job's, :func:`sparsesvm.experiments.runner.run_grid_job`).
     experiment : str, optional
         The experiment being collected: records made by another experiment's job (shared
         runs, :meth:`sparsesvm.experiments.plan.Plan.run_owner`) get it as ``experiment``,
@@ -152,26 +153,31 @@ def collect(json_paths, experiment=None):
     Returns
     -------
     pandas.DataFrame
-        One row per job, all parameters and results as columns (see
-        :func:`records_to_frame`), plus ``result_path`` (and ``run_experiment``, the
+        One row per record (per job, or per alpha of a grid job), all parameters and results
+        as columns (see :func:`records_to_frame`), plus ``result_path`` (and ``run_experiment``, the
         experiment whose job made the record, when ``experiment`` is given).
 
     Raises
     ------
     ValueError
-        If ``json_paths`` is empty or a file holds no JSON object.
+        If ``json_paths`` is empty or a file holds neither a JSON object nor a non-empty
+        array of them.
     """
     records = []
     for path in json_paths:
-        rec = read_json(path)
-        if not isinstance(rec, dict):
-            raise ValueError(f"{path}: expected a JSON object (one job record), got {type(rec).__name__}")
-        rec = dict(rec)
-        rec["result_path"] = str(path)
-        if experiment is not None:
-            rec["run_experiment"] = rec.get("experiment")
-            rec["experiment"] = experiment
-        records.append(rec)
+        held = read_json(path)
+        many = isinstance(held, list) and len(held) > 0
+        for rec in held if many else [held]:
+            if not isinstance(rec, dict):
+                raise ValueError(f"{path}: expected a JSON object (one job record) or an array of "
+                                 f"them (a grid job's), got {type(held).__name__}"
+                                 + (f" holding a {type(rec).__name__}" if many else ""))
+            rec = dict(rec)
+            rec["result_path"] = str(path)
+            if experiment is not None:
+                rec["run_experiment"] = rec.get("experiment")
+                rec["experiment"] = experiment
+            records.append(rec)
     if not records:
         raise ValueError("collect() got no result files")
     return records_to_frame(records)

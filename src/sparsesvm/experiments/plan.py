@@ -326,6 +326,10 @@ def check_sizes(cfg):
 # --------------------------------------------------------------------------- the job plan
 
 
+#: the fields of a grid job (:attr:`Plan.grid_pattern`), in this order
+_GRID_FIELDS = ("dataset", "experiment", "method", "penalty", "L", "subset")
+
+
 def _job_id(job):
     """A training job (a dict of :meth:`Plan.train_jobs`) as a key: its experiment and its fields
     within it (the dataset is the experiment's)."""
@@ -349,6 +353,10 @@ class Plan:
         Paths of a training record, a trace and a CV record, with ``{dataset}``,
         ``{experiment}``, ``{method}`` (:func:`method_label` with ``path=True``),
         ``{penalty}``, ``{alpha}``, ``{L}``, ``{subset}`` (and ``{fold}``) fields.
+    grid_pattern : str
+        Path of the records of a grid's alphas fitted side by side in one job
+        (:meth:`grid_jobs`; a JSON array of records): the fields of ``run_pattern``
+        but ``{alpha}``.
     accuracy_pattern : str
         Path of an equal-accuracy record (Figure 4's second row), with ``{dataset}``,
         ``{experiment}``, ``{L}`` and ``{subset}`` fields.
@@ -361,11 +369,13 @@ class Plan:
     def __init__(self, config):
         self.config = config
         self._owners = None  # see run_owner
+        self._grids = None  # see grid_jobs
         self.results = str(Path(config["results"]))
         self.logs = f"{self.results}/logs"
         self.bench = f"{self.results}/benchmarks"
         job = "{experiment}/{method}/{penalty}"
         self.run_pattern = f"{self.results}/{{dataset}}/runs/{job}/alpha~{{alpha}}/L~{{L}}/subset~{{subset}}.json"
+        self.grid_pattern = f"{self.results}/{{dataset}}/runs/{job}/grid/L~{{L}}/subset~{{subset}}.json"
         self.trace_pattern = f"{self.results}/{{dataset}}/traces/{job}/L~{{L}}/subset~{{subset}}.json"
         self.accuracy_pattern = f"{self.results}/{{dataset}}/accuracy/{{experiment}}/L~{{L}}/subset~{{subset}}.json"
         self.cv_pattern = (
@@ -434,12 +444,71 @@ class Plan:
 
     def run_files(self, exp_id, **only):
         """Records of an experiment's training jobs (optionally only those whose fields match `only`),
-        each at the path of the experiment that makes it (:meth:`run_owner`)."""
-        return [
-            self.run_pattern.format(**{**job, "experiment": self.run_owner(job)})
-            for job in self.train_jobs(exp_id)
-            if all(str(job[k]) == str(v) for k, v in only.items())
-        ]
+        each at the path of the experiment that makes it (:meth:`run_owner`); a job fitted
+        side by side with its grid's other alphas (:meth:`grid_jobs`) by the file of that
+        grid job (once), which holds the records of all of them."""
+        grids = self._grid_groups()
+        files = []
+        for job in self.train_jobs(exp_id):
+            if not all(str(job[k]) == str(v) for k, v in only.items()):
+                continue
+            made = {**job, "experiment": self.run_owner(job)}
+            group = grids["of"].get(_job_id(made))
+            files.append(self.grid_pattern.format(**dict(zip(_GRID_FIELDS, group))) if group
+                         else self.run_pattern.format(**made))
+        return list(dict.fromkeys(files))
+
+    def _grid_groups(self):
+        """``{"of": {job id: group}, "alphas": {group: [alpha labels]}}`` for the training jobs
+        fitted side by side (:meth:`grid_jobs`); a group is ``(dataset, experiment, method,
+        penalty, L, subset)``. Built once."""
+        if self._grids is None:
+            from ..solvers.side_by_side import SIDE_BY_SIDE_METHODS
+
+            readers = {}  # the id of a job that makes a record -> the experiments that read it
+            for exp_id in self.config["experiments"]:
+                for job in self.train_jobs(exp_id):
+                    made = _job_id({**job, "experiment": self.run_owner(job)})
+                    readers.setdefault(made, set()).add(exp_id)
+            alphas = {}
+            for exp_id, exp in self.config["experiments"].items():
+                if not exp.get("side_by_side", False):
+                    continue
+                for job in self.train_jobs(exp_id):
+                    s = self.train_settings(exp_id, job["method"], job["penalty"])
+                    if (s["method"] not in SIDE_BY_SIDE_METHODS or s["solver"] != "paper"
+                            or s["stopping"] != "rel_change" or readers[_job_id(job)] != {exp_id}):
+                        continue  # another solver or rule, or a record that another experiment reads
+                    group = tuple(job[k] for k in _GRID_FIELDS)
+                    alphas.setdefault(group, []).append(job["alpha"])
+            alphas = {g: a for g, a in alphas.items() if len(a) > 1}  # one alpha: its own job
+            of = {_job_id({**dict(zip(_GRID_FIELDS, g)), "alpha": a}): g
+                  for g, labels in alphas.items() for a in labels}
+            self._grids = {"of": of, "alphas": alphas}
+        return self._grids
+
+    def grid_jobs(self, exp_id=None):
+        """The training jobs that fit a grid's alphas side by side (one dict of the fields of
+        :attr:`grid_pattern` each; all experiments' when ``exp_id`` is None).
+
+        An experiment with ``side_by_side: true`` fits the alphas of a grid in one job per
+        method, penalty, L and subset, wherever the records are its own and no other
+        experiment reads them (a record shared with another experiment, :meth:`run_owner`,
+        stays a job of its own: that experiment may time it, as E4 does E2's first ten
+        subsets), the method is one of
+        :data:`sparsesvm.solvers.side_by_side.SIDE_BY_SIDE_METHODS` with the paper's solver
+        and the relative-change rule, and at least two alphas qualify.
+        """
+        return [dict(zip(_GRID_FIELDS, g)) for g in self._grid_groups()["alphas"]
+                if exp_id is None or g[1] == exp_id]
+
+    def grid_alphas(self, dataset, experiment, method, penalty, L, subset):
+        """The alphas (path labels, in the grid's order) that one grid job fits side by side."""
+        return list(self._grid_groups()["alphas"][(dataset, experiment, method, penalty, L, int(subset))])
+
+    def grid_files(self, exp_id=None):
+        """The files of :meth:`grid_jobs`."""
+        return [self.grid_pattern.format(**g) for g in self.grid_jobs(exp_id)]
 
     def shared_runs(self, exp_id):
         """``{experiment: count}`` of the records of ``exp_id``'s training jobs that another

@@ -46,6 +46,7 @@ __all__ = [
     "PENALTIES",
     "WEIGHT_THRESHOLD",
     "run_job",
+    "run_grid_job",
     "write_json_atomic",
     "read_json",
     "to_jsonable",
@@ -292,6 +293,67 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
             raise ValueError(f"the estimator returned no trace for method {method!r}")
         record["trace"] = {str(k): np.asarray(v).tolist() for k, v in model.trace.items()}
     return to_jsonable(record), coef_full
+
+
+def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, tol, max_iter,
+                 solver="paper", stopping="rel_change", precision="double", **meta):
+    """:func:`run_job` at each of ``alphas`` on one training subset, the fits side by side.
+
+    The fits share each iteration's products with the features
+    (:func:`sparsesvm.core.fit_alphas`); each record is :func:`run_job`'s at that alpha up
+    to the rounding of those products, with two differences: ``fit_time_s`` is the time
+    the side-by-side loop had run when that fit stopped, ``fit_wall_time_s`` and
+    ``fit_cpu_time_s`` those of the whole batch (time shared by the fits), and the record
+    says so (``side_by_side``: the number of fits in the batch). The features are read
+    once.
+
+    Parameters
+    ----------
+    alphas : sequence of float > 0
+        The grid, at least one alpha.
+    features_dir, subset_indices, method, penalty, groups, tol, max_iter, solver, stopping, precision, **meta
+        As in :func:`run_job` (no trace); ``method`` one of
+        :data:`sparsesvm.solvers.side_by_side.SIDE_BY_SIDE_METHODS`, ``solver``
+        ``"paper"``, ``stopping`` ``"rel_change"``.
+
+    Returns
+    -------
+    list of dict
+        One record per alpha, in order.
+
+    Raises
+    ------
+    ValueError
+        As :func:`run_job`; for no alphas, or a method, solver or stopping rule that the
+        fits side by side do not take.
+    """
+    alphas = list(alphas)
+    if not alphas:
+        raise ValueError("alphas is empty: give at least one alpha")
+    checked = [_check_job(method, penalty, groups, a, tol, max_iter, solver, stopping, False,
+                          subset_indices, dict(meta), precision) for a in alphas]
+    groups, params, idx, _ = checked[0]
+    X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
+    n_train = int(np.shape(y_train)[0])
+    t0, c0 = time.perf_counter(), time.process_time()
+    models = _core.fit_alphas(params, [p.alpha for _, p, _, _ in checked], X_train, y_train,
+                              groups=groups)
+    clocks = (time.perf_counter() - t0, time.process_time() - c0)
+    from sparsesvm.data import features
+
+    X_test, y_test = features.load_features(features_dir, "test")
+    y_test = np.asarray(y_test)
+    records = []
+    for (_, p, _, _), model in zip(checked, models):
+        train_errors = int(np.count_nonzero(model.predict(X_train) != np.asarray(y_train)))
+        errors = {"n_train": n_train, "train_errors": train_errors, "n_test": int(y_test.shape[0]),
+                  "test_errors": int(np.count_nonzero(model.predict(X_test) != y_test))}
+        coef = np.asarray(model.coef, dtype=np.float64)
+        record = _record(model, coef, errors, {**meta, "side_by_side": len(alphas)}, clocks=clocks,
+                         method=method, penalty=penalty, groups=groups, alpha=p.alpha, tol=tol,
+                         max_iter=max_iter, solver=params.solver, precision=params.precision)
+        records.append(to_jsonable(record))
+    return records
 
 
 def _train_split(features_dir, idx, L=None):

@@ -807,6 +807,71 @@ class MulticlassOperator:
         S -= S[self._rows, self.y_idx][:, None]
         return S
 
+    def shares_products(self):
+        """Whether :meth:`T_many` and :meth:`T_adjoint_many` make one product with ``Phi`` for
+        several arguments: for a dense ``Phi`` with float64 products (otherwise one each)."""
+        return not self._sparse and self.dtype == np.float64
+
+    def T_many(self, Xs):
+        """``T`` applied to several ``X``: one product with ``Phi`` for all of them.
+
+        Where :meth:`shares_products`, the weights are laid side by side, an (M, n K)
+        array, and one BLAS product serves them all: it reads ``Phi`` once instead of n
+        times and multiplies wider blocks (README, "Alphas side by side"); otherwise one
+        :meth:`T` each.
+
+        Parameters
+        ----------
+        Xs : sequence of array_like, each of shape (n_features + 1, n_classes)
+
+        Returns
+        -------
+        list of ndarray, each of shape (n_samples, n_classes), C-ordered
+            ``T X`` for each X in order: :meth:`T`'s values up to rounding (the product
+            sums in another order), column ``z_l`` of row l exactly 0.
+        """
+        Xs = [self._check_X(X) for X in Xs]
+        if len(Xs) < 2 or not self.shares_products():
+            return [self.T(X) for X in Xs]
+        W = np.stack(Xs, axis=1)  # (M + 1, n, K)
+        n, K = W.shape[1], W.shape[2]
+        S = (self.Phi @ W[:-1].reshape(self.n_features, n * K)).reshape(self.n_samples, n, K)
+        S += W[-1]
+        S -= S[self._rows, :, self.y_idx][:, :, None]
+        return [np.ascontiguousarray(S[:, j]) for j in range(n)]
+
+    def T_adjoint_many(self, Ys):
+        """``T^T`` applied to several ``Y``: one product with ``Phi`` for all of them.
+
+        As :meth:`T_many`: one product where :meth:`shares_products`, else one
+        :meth:`T_adjoint` each.
+
+        Parameters
+        ----------
+        Ys : sequence of array_like, each of shape (n_samples, n_classes)
+
+        Returns
+        -------
+        list of ndarray, each of shape (n_features + 1, n_classes), C-ordered
+            ``T^T Y`` for each Y in order (:meth:`T_adjoint`'s values up to rounding).
+        """
+        Ys = [self._check_Y(Y) for Y in Ys]
+        if len(Ys) < 2 or not self.shares_products():
+            return [self.T_adjoint(Y) for Y in Ys]
+        G = np.stack(Ys, axis=1)  # (L, n, K); G[l, :, z_l] -= sum_k Y[l, :, k]
+        n, K = G.shape[1], G.shape[2]
+        G[self._rows, :, self.y_idx] -= G.sum(axis=2)
+        Gw = G.reshape(self.n_samples, n * K)
+        A = (self.Phi.T @ Gw).reshape(self.n_features, n, K)
+        bias = Gw.sum(axis=0).reshape(n, K)
+        outs = []
+        for j in range(n):
+            out = np.empty((self.n_features + 1, K))
+            out[:-1] = A[:, j]
+            out[-1] = bias[j]
+            outs.append(out)
+        return outs
+
     def T_adjoint(self, Y):
         """Apply the adjoint ``T^T``.
 

@@ -442,7 +442,7 @@ class DualStep(ABC):
         return False
 
     @abstractmethod
-    def __call__(self, X, Xn, Y, TX, rel):
+    def __call__(self, X, Xn, Y, TX, rel, TXn=None):
         """One dual update.
 
         Parameters
@@ -453,6 +453,9 @@ class DualStep(ABC):
             The dual iterate and ``T X``; ``TX`` may be overwritten.
         rel : float
             The primal relative change (a method may replace it while ``X = 0``).
+        TXn : ndarray of shape (L, K), optional
+            ``T Xn`` when the caller has it (:func:`primal_dual_many` makes one product
+            for several runs); computed here otherwise.
 
         Returns
         -------
@@ -551,3 +554,92 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, 
         TX = op.double().T(X)
     return SolverResult(X, it, converged, dual.objective(X, TX), dual.violation(TX), fit_time,
                         tr.result() if tr else None, stop.final(it, X, Y, TX))
+
+
+def primal_dual_many(duals, *, tol, max_iter, step_ratio):
+    """Run several primal-dual problems on one operator side by side, sharing the products.
+
+    Each problem is :func:`primal_dual`'s, stopping on the relative change
+    (``stopping="rel_change"``, no trace): its own iterates, steps, kernels and stopping
+    rule; only ``T X`` and ``T^T Y`` are computed for all the problems still running in one
+    product each (:meth:`~sparsesvm.model.operator.MulticlassOperator.T_many`,
+    :meth:`~sparsesvm.model.operator.MulticlassOperator.T_adjoint_many`). A problem
+    leaves the batch at the iteration where it stops. Each result is the one
+    :func:`primal_dual` returns up to the rounding of the products (which may move its
+    stopping iteration by one where the measure crosses ``tol`` by less than that).
+
+    Parameters
+    ----------
+    duals : sequence of DualStep
+        The problems: one method (one class), one operator and one penalty; their
+        weights (``par``) may differ.
+    tol, max_iter, step_ratio
+        As in :func:`sparsesvm.solvers.paper.hinge_reg`.
+
+    Returns
+    -------
+    list of SolverResult
+        In the order of ``duals``. ``fit_time``: the batch's loop seconds when the problem
+        stopped (the step-size norm included), i.e. time shared with the others.
+    """
+    duals = list(duals)
+    if not duals:
+        raise ValueError("primal_dual_many needs at least one problem")
+    first = duals[0]
+    op, penalty = first.op, first.penalty
+    if any(type(d) is not type(first) or d.op is not op or d.penalty is not penalty for d in duals):
+        raise ValueError("primal_dual_many runs problems of one method on one operator and "
+                         "one penalty (only their weights may differ)")
+    check_common(tol, max_iter, step_ratio)
+    results = [None] * len(duals)
+    stops = [Stopper("rel_change", d.method, op, penalty, **{d.weight: d.par}) for d in duals]
+    run = []
+    for j, d in enumerate(duals):
+        if d.solved_by_zero():
+            results[j] = _zero_result(op, 0, None)
+        else:
+            run.append(j)
+    if not run:
+        return results
+    X0 = np.zeros((op.n_features + 1, op.n_classes))
+    primals = {j: PrimalStep(penalty, X0) for j in run}
+    for j in run:
+        duals[j].prepare(X0.size)
+    op.prepare(skip_zero_weights=True)  # as primal_dual: for a problem left alone in the batch
+    clock = Clock()
+    tau, sigma = pd_steps(first.step_norm(), step_ratio)
+    state = {}
+    for j in run:
+        primals[j].tau = tau
+        duals[j].start(tau, sigma)
+        Y = np.zeros((op.n_samples, op.n_classes))
+        state[j] = [X0.copy(), Y, np.zeros_like(Y)]
+    ends = {}
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        Vs = op.T_adjoint_many([state[j][1] for j in run])
+        steps = [primals[j](state[j][0], V) for j, V in zip(run, Vs)]
+        TXns = op.T_many([Xn for Xn, _ in steps])
+        going = []
+        for j, (Xn, rel), TXn in zip(run, steps, TXns):
+            X, Y, TX = state[j]
+            Y, TXn, rel = duals[j](X, Xn, Y, TX, rel, TXn=TXn)
+            state[j] = [Xn, Y, TXn]
+            if stops[j](it, rel, tol, Xn, Y, TXn):
+                ends[j] = (it, True, clock.elapsed())
+            else:
+                going.append(j)
+        run = going
+        if not run:
+            break
+    clock.stop()
+    for j in run:  # max_iter reached
+        ends[j] = (it, False, clock.total)
+    for j, (n_iter, converged, seconds) in ends.items():
+        X, Y, TX = state[j]
+        d = duals[j]
+        if op.double() is not op:  # float32 products: the returned point's T X in float64
+            TX = op.double().T(X)
+        results[j] = SolverResult(X, n_iter, converged, d.objective(X, TX), d.violation(TX), seconds,
+                                  None, stops[j].final(n_iter, X, Y, TX))
+    return results

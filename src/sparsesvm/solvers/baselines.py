@@ -84,10 +84,10 @@ class SlackDual(ConstrainedDual):
         self.c = np.zeros(self.op.n_samples)
         self.sR = sigma * self.R
 
-    def __call__(self, X, Xn, Y, TX, rel):
+    def __call__(self, X, Xn, Y, TX, rel, TXn=None):
         c = self.c
         cn = _project_capped_orthant(c + self.tau * Y.mean(axis=1), self.par)
-        TXn = self.op.T(Xn)
+        TXn = self.op.T(Xn) if TXn is None else TXn
         TX -= TXn
         TX -= TXn
         TX += (2.0 * cn - c)[:, None]
@@ -204,13 +204,22 @@ class _ForwardStep:
         self.compiled_momentum = _kernels.momentum(size) if momentum and self.fused else None
         self.measure = None if momentum else RelChange(np.zeros(1))
 
-    def __call__(self, V, X, P, t):
-        """``(Xn, rel, V+, t+)`` from the extrapolated point V, the iterate X, ``P`` (L, K)
-        and FISTA's ``t``; forward-backward: ``V+ = Xn``, ``t`` as given. The compiled
-        FISTA path overwrites V with V+."""
+    def adjoint_input(self, P):
+        """The argument of this step's product ``T^T``: ``lam P`` on the compiled path
+        (scaled in place), ``P`` on the numpy one (which scales the product)."""
         if self.fused is not None:
             P *= self.lam
-            Xn = np.ascontiguousarray(self.op.T_adjoint(P))
+        return P
+
+    def __call__(self, V, X, P, t, G=None):
+        """``(Xn, rel, V+, t+)`` from the extrapolated point V, the iterate X, ``P`` (L, K)
+        and FISTA's ``t``; forward-backward: ``V+ = Xn``, ``t`` as given. The compiled
+        FISTA path overwrites V with V+. ``G``: ``T^T adjoint_input(P)`` when the caller
+        has it (:func:`_fista_T_many`), ``P`` then unused; computed here otherwise."""
+        if G is None:
+            G = self.op.T_adjoint(self.adjoint_input(P))
+        if self.fused is not None:
+            Xn = np.ascontiguousarray(G)
             nn, cross = self.fused(V, Xn, self.step, Xn)  # ||Xn||^2, <Xn, V> from the same pass
             if not self.momentum:  # V is X: ||Xn - X||^2 from the two inner products
                 return Xn, self.measure.from_products(nn, cross, Xn, X), Xn, t
@@ -220,7 +229,6 @@ class _ForwardStep:
                 tn = _next_t(1.0)
                 np.copyto(V, Xn)
             return Xn, float(np.sqrt(dd / nn)) if nn > 0 else np.inf, V, tn
-        G = self.op.T_adjoint(P)
         G *= -self.step * self.lam
         G += V
         Xn = self.penalty.prox(G, self.step, check_input=False)
@@ -298,6 +306,65 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
     fit_time = clock.stop()
     return SolverResult(X, it, converged, objective(X), 0.0, fit_time, tr.result() if tr else None,
                         gap.final(it, X))
+
+
+def _fista_T_many(op, penalty, lams, dual_fn, loss_fn, curvature, tol, max_iter, method, scheme):
+    """:func:`_fista_T` for several weights ``lams`` on one operator, side by side.
+
+    Each run is :func:`_fista_T`'s (relative-change rule, no trace): its own step, iterates
+    and momentum; the products ``T V`` and ``T^T P`` of all the runs still going are one
+    product each (:meth:`~sparsesvm.model.operator.MulticlassOperator.T_many`,
+    :meth:`~sparsesvm.model.operator.MulticlassOperator.T_adjoint_many`). A run leaves the
+    batch at the iteration where it stops; its ``fit_time`` is the batch's loop seconds
+    then. Returns the list of results in the order of ``lams``.
+    """
+    check_common(tol, max_iter)
+    if scheme not in SMOOTH_SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; expected one of {SMOOTH_SCHEMES}")
+    lams = list(lams)
+    if not lams:
+        raise ValueError("at least one weight is needed")
+    R = op.R
+    exact = op.double()
+    fista = scheme == "fista"
+    forwards = [_ForwardStep(op, penalty, lam, momentum=fista) for lam in lams]  # before the clock
+    op.prepare(skip_zero_weights=not fista)
+    clock = Clock()
+    nrm2 = op.norm() ** 2
+    state = []
+    for f, lam in zip(forwards, lams):
+        f.step = 1.0 / (curvature * lam * nrm2)
+        X = np.zeros((op.n_features + 1, op.n_classes))
+        state.append([X, X.copy(), np.zeros_like(R, dtype=np.float64), 1.0])  # X, V, T V, t
+    run = list(range(len(lams)))
+    ends = {}
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        Gs = op.T_adjoint_many([forwards[j].adjoint_input(dual_fn(state[j][2], R)) for j in run])
+        going = []
+        for j, G in zip(run, Gs):
+            X, V, _, t = state[j]
+            X, rel, V, t = forwards[j](V, X, None, t, G=G)
+            state[j][0], state[j][1], state[j][3] = X, V, t
+            if rel <= tol:
+                ends[j] = (it, True, clock.elapsed())
+            else:
+                going.append(j)
+        run = going
+        if not run:
+            break
+        for j, TV in zip(run, op.T_many([state[j][1] for j in run])):
+            state[j][2] = TV
+    clock.stop()
+    for j in run:  # max_iter reached
+        ends[j] = (it, False, clock.total)
+    results = [None] * len(lams)
+    for j, (n_iter, converged, seconds) in ends.items():
+        X, lam = state[j][0], lams[j]
+        objective = penalty.value(X) + lam * loss_fn(exact.T(X), R)
+        gap = _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X)
+        results[j] = SolverResult(X, n_iter, converged, objective, 0.0, seconds, None, gap)
+    return results
 
 
 def square(op, penalty, lam, *, tol=1e-5, max_iter=100000, trace=False, reference=None,

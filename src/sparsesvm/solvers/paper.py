@@ -78,8 +78,8 @@ class SimplexDual(DualStep):
         super().start(tau, sigma)
         self.sR = sigma * self.R
 
-    def __call__(self, X, Xn, Y, TX, rel):
-        TXn = self.op.T(Xn)
+    def __call__(self, X, Xn, Y, TX, rel, TXn=None):
+        TXn = self.op.T(Xn) if TXn is None else TXn
         if self.kernel is not None:
             nn, dd = self.kernel(Y, TX, TXn, self.sR, self.sigma, self.par, TX)  # in the old TX
             if rel == np.inf and not X.any():
@@ -206,17 +206,17 @@ class EpigraphDual(ConstrainedDual):
         self.xi = np.zeros(L)
         self.zbuf = np.empty(L)  # the compiled path's other half-space buffer (it swaps with zeta)
 
-    def __call__(self, X, Xn, Y, TX, rel):
+    def __call__(self, X, Xn, Y, TX, rel, TXn=None):
         sigma, zeta, xi = self.sigma, self.zeta, self.xi
         if self.kernel is not None:
-            TXn = self.op.T(Xn)
+            TXn = self.op.T(Xn) if TXn is None else TXn
             # half-space step, over-relaxation and epigraph projection in one pass;
             # the new Y in the old TX buffer, xi in place, zeta+ in zbuf
             self.kernel(Y, TX, TXn, self.R, zeta, xi, sigma, self.tau, self.par, TX, self.zbuf)
             self.zeta, self.zbuf = self.zbuf, zeta
             return TX, TXn, rel
         zn = _project_halfspace(zeta - self.tau * xi, self.par)
-        TXn = self.op.T(Xn)
+        TXn = self.op.T(Xn) if TXn is None else TXn
         # Yh / sigma = Y / sigma + 2 TXn - TX  (built in the old TX buffer)
         TX -= TXn
         TX -= TXn

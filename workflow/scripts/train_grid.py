@@ -1,0 +1,36 @@
+"""One grid job: a grid's alphas fitted side by side on one subset, one record per alpha."""
+import sys
+
+import _job  # workflow/scripts/_job.py: Snakemake puts the script's directory on sys.path
+
+_job.start(snakemake)  # noqa: F821 (injected): the log first, then the threads, before numpy
+
+import numpy as np
+
+from sparsesvm.experiments.runner import run_grid_job, write_json_atomic
+
+w = snakemake.wildcards  # noqa: F821
+s = snakemake.params.settings  # noqa: F821
+records = run_grid_job(
+    snakemake.input.features,  # noqa: F821
+    np.load(snakemake.input.subset),  # noqa: F821 (grid jobs train on subsets: L is never "all")
+    s["method"],
+    w.penalty,
+    s["groups"],
+    [float(a) for a in snakemake.params.alphas],  # noqa: F821 (path labels: repr(alpha))
+    s["tol"],
+    s["max_iter"],
+    solver=s["solver"],
+    stopping=s["stopping"],
+    precision=s["precision"],
+    dataset=w.dataset,
+    experiment=w.experiment,
+    subset=int(w.subset),
+    samples_per_class=int(w.L[:-1]),
+)
+write_json_atomic(snakemake.output[0], records)  # noqa: F821
+for r in records:
+    print(f"{w.method} {w.penalty} alpha={r['alpha']!r} L={r['L']} subset={w.subset}: "
+          f"{r['test_errors']}/{r['n_test']} test errors, nnz={r['nnz']}, {r['n_iter']} iterations, "
+          f"stopped at {r['fit_time_s']:.3f} s of the side-by-side loop, converged={r['converged']}",
+          file=sys.stderr)
