@@ -36,20 +36,25 @@ def test_products_side_by_side_are_the_operators_products():
     rng = np.random.default_rng(1)
     op, _ = _problem()
     assert op.shares_products()
-    Xs = [rng.standard_normal((op.n_features + 1, op.n_classes)) for _ in range(3)]
-    Ys = [rng.standard_normal((op.n_samples, op.n_classes)) for _ in range(3)]
-    for TX, X in zip(op.T_many(Xs), Xs):
+    Xs = rng.standard_normal((3, op.n_features + 1, op.n_classes))
+    Ys = rng.standard_normal((3, op.n_samples, op.n_classes))
+    Ys0 = Ys.copy()
+    TX = op.T_many(Xs)
+    assert TX.shape == (3, op.n_samples, op.n_classes) and TX.flags.c_contiguous
+    for TXj, X in zip(TX, Xs):
         ref = op.T(X)
-        assert TX.flags.c_contiguous and TX.shape == ref.shape
-        np.testing.assert_allclose(TX, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
-        assert np.all(TX[np.arange(op.n_samples), op.y_idx] == 0.0)  # exactly, as T's
-    for V, Y in zip(op.T_adjoint_many(Ys), Ys):
+        np.testing.assert_allclose(TXj, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+        assert np.all(TXj[np.arange(op.n_samples), op.y_idx] == 0.0)  # exactly, as T's
+    out = np.full((3, op.n_features + 1, op.n_classes), np.nan)
+    V = op.T_adjoint_many(Ys, out=out)
+    assert V is out
+    for Vj, Y in zip(V, Ys):
         ref = op.T_adjoint(Y)
-        assert V.flags.c_contiguous and V.shape == ref.shape
-        np.testing.assert_allclose(V, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
-    for Y in Ys:  # the inputs are not modified
-        assert np.all(np.isfinite(Y))
-    assert np.array_equal(op.T_adjoint_many([Ys[0]])[0], op.T_adjoint(Ys[0]))  # one: T^T itself
+        np.testing.assert_allclose(Vj, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert np.array_equal(Ys, Ys0)  # the input is not modified
+    np.testing.assert_array_equal(op.T_adjoint_many(list(Ys)), V)  # a sequence is stacked
+    assert np.array_equal(op.T_adjoint_many(Ys[:1])[0], op.T_adjoint(Ys[0]))  # one: T^T itself
+    assert np.array_equal(op.T_many(Xs[:1])[0], op.T(Xs[0]))
 
 
 @pytest.mark.parametrize("kind", ["sparse", "float32"])
@@ -61,8 +66,8 @@ def test_products_side_by_side_fall_back_to_one_product_each(kind):
     op = (MulticlassOperator(sp.csr_matrix(Phi), y, 3) if kind == "sparse"
           else MulticlassOperator(Phi, y, 3, dtype=np.float32))
     assert not op.shares_products()
-    Xs = [rng.standard_normal((61, 3)) for _ in range(2)]
-    Ys = [rng.standard_normal((30, 3)) for _ in range(2)]
+    Xs = rng.standard_normal((2, 61, 3))
+    Ys = rng.standard_normal((2, 30, 3))
     for TX, X in zip(op.T_many(Xs), Xs):
         assert np.array_equal(TX, op.T(X))
     for V, Y in zip(op.T_adjoint_many(Ys), Ys):
@@ -71,10 +76,18 @@ def test_products_side_by_side_fall_back_to_one_product_each(kind):
 
 def test_products_side_by_side_check_shapes():
     op, _ = _problem()
-    with pytest.raises(ValueError, match="X must have shape"):
-        op.T_many([np.zeros((op.n_features + 1, op.n_classes)), np.zeros((3, 3))])
-    with pytest.raises(ValueError, match="Y must have shape"):
-        op.T_adjoint_many([np.zeros((op.n_samples, op.n_classes)), np.zeros((3, 3))])
+    M1, K, L = op.n_features + 1, op.n_classes, op.n_samples
+    with pytest.raises(ValueError, match="Xs must have shape"):
+        op.T_many([np.zeros((M1, K)), np.zeros((3, 3))])
+    with pytest.raises(ValueError, match="Xs must have shape"):
+        op.T_many(np.zeros((M1, K)))
+    with pytest.raises(ValueError, match="Ys must have shape"):
+        op.T_adjoint_many(np.zeros((2, 3, 3)))
+    Ys = np.zeros((2, L, K))
+    for bad in (np.zeros((3, M1, K)), np.zeros((2, M1, K), dtype=np.float32),
+                np.zeros((2, K, M1)).transpose(0, 2, 1)):
+        with pytest.raises(ValueError, match="out must be"):
+            op.T_adjoint_many(Ys, out=bad)
 
 
 def _compare(batch, alone):

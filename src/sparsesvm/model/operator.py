@@ -648,6 +648,7 @@ class MulticlassOperator:
         self.norm_ = None
         self._norm_cache = {}
         self._gram = None
+        self._buffers = {}  # work arrays of the products side by side (_scratch)
         self.dtype = np.dtype(np.float64)
         self._double = self
         if dtype != np.float64:
@@ -656,6 +657,7 @@ class MulticlassOperator:
     def _set_single(self):
         """Products with a float32 copy of ``Phi`` (the float64 one kept, see the Notes)."""
         double = copy.copy(self)  # the float64 products, sharing Phi and the norm cache
+        double._buffers = {}  # its own work arrays
         double._double = double
         self.dtype = np.dtype(np.float32)
         self._double = double
@@ -812,6 +814,26 @@ class MulticlassOperator:
         several arguments: for a dense ``Phi`` with float64 products (otherwise one each)."""
         return not self._sparse and self.dtype == np.float64
 
+    def _scratch(self, name, shape):
+        """A work array of ``shape`` kept between calls (no allocation, hence no page faults,
+        in every iteration of a loop); its content is only valid within one call."""
+        buf = self._buffers.get(name)
+        if buf is None or buf.shape != shape:
+            buf = self._buffers[name] = np.empty(shape)
+        return buf
+
+    def _check_many(self, A, shape, name, shape_name):
+        """``A`` as a float64 array of shape (n, *shape), n >= 1; ValueError naming it otherwise."""
+        try:
+            A = np.asarray(A)
+        except ValueError:  # a sequence of arrays of different shapes
+            raise ValueError(f"{name} must have shape (n, {shape_name}) = (n, {shape[0]}, {shape[1]}): "
+                             "got arrays of different shapes") from None
+        if A.ndim != 3 or A.shape[1:] != shape or A.shape[0] < 1:
+            raise ValueError(f"{name} must have shape (n, {shape_name}) = (n, {shape[0]}, {shape[1]}) "
+                             f"with n >= 1, got {A.shape}")
+        return A if A.dtype == np.float64 else A.astype(np.float64)
+
     def T_many(self, Xs):
         """``T`` applied to several ``X``: one product with ``Phi`` for all of them.
 
@@ -822,25 +844,28 @@ class MulticlassOperator:
 
         Parameters
         ----------
-        Xs : sequence of array_like, each of shape (n_features + 1, n_classes)
+        Xs : array_like of shape (n, n_features + 1, n_classes)
+            The n weight arrays (a sequence of (n_features + 1, n_classes) arrays is stacked).
 
         Returns
         -------
-        list of ndarray, each of shape (n_samples, n_classes), C-ordered
-            ``T X`` for each X in order: :meth:`T`'s values up to rounding (the product
-            sums in another order), column ``z_l`` of row l exactly 0.
+        ndarray of shape (n, n_samples, n_classes), C-ordered
+            ``T Xs[j]`` for each j: :meth:`T`'s values up to rounding (the product sums in
+            another order), column ``z_l`` of row l exactly 0.
         """
-        Xs = [self._check_X(X) for X in Xs]
-        if len(Xs) < 2 or not self.shares_products():
-            return [self.T(X) for X in Xs]
-        W = np.stack(Xs, axis=1)  # (M + 1, n, K)
-        n, K = W.shape[1], W.shape[2]
-        S = (self.Phi @ W[:-1].reshape(self.n_features, n * K)).reshape(self.n_samples, n, K)
-        S += W[-1]
+        Xs = self._check_many(Xs, (self.n_features + 1, self.n_classes), "Xs",
+                              "n_features + 1, n_classes")
+        n, K = Xs.shape[0], self.n_classes
+        if n < 2 or not self.shares_products():
+            return np.stack([self.T(X) for X in Xs])
+        W = self._scratch("T_many", (self.n_features, n, K))
+        np.copyto(W, Xs[:, :-1].transpose(1, 0, 2))
+        S = (self.Phi @ W.reshape(self.n_features, n * K)).reshape(self.n_samples, n, K)
+        S += Xs[:, -1]
         S -= S[self._rows, :, self.y_idx][:, :, None]
-        return [np.ascontiguousarray(S[:, j]) for j in range(n)]
+        return np.ascontiguousarray(S.transpose(1, 0, 2))
 
-    def T_adjoint_many(self, Ys):
+    def T_adjoint_many(self, Ys, out=None):
         """``T^T`` applied to several ``Y``: one product with ``Phi`` for all of them.
 
         As :meth:`T_many`: one product where :meth:`shares_products`, else one
@@ -848,29 +873,38 @@ class MulticlassOperator:
 
         Parameters
         ----------
-        Ys : sequence of array_like, each of shape (n_samples, n_classes)
+        Ys : array_like of shape (n, n_samples, n_classes)
+            The n dual arrays (a sequence of (n_samples, n_classes) arrays is stacked).
+        out : ndarray of shape (n, n_features + 1, n_classes), optional
+            Where to write the result (C-ordered float64, sharing no memory with ``Ys``);
+            a new array by default.
 
         Returns
         -------
-        list of ndarray, each of shape (n_features + 1, n_classes), C-ordered
-            ``T^T Y`` for each Y in order (:meth:`T_adjoint`'s values up to rounding).
+        ndarray of shape (n, n_features + 1, n_classes)
+            ``T^T Ys[j]`` for each j (:meth:`T_adjoint`'s values up to rounding); ``out``
+            when given.
         """
-        Ys = [self._check_Y(Y) for Y in Ys]
-        if len(Ys) < 2 or not self.shares_products():
-            return [self.T_adjoint(Y) for Y in Ys]
-        G = np.stack(Ys, axis=1)  # (L, n, K); G[l, :, z_l] -= sum_k Y[l, :, k]
-        n, K = G.shape[1], G.shape[2]
+        Ys = self._check_many(Ys, (self.n_samples, self.n_classes), "Ys", "n_samples, n_classes")
+        n, K, M = Ys.shape[0], self.n_classes, self.n_features
+        if out is None:
+            out = np.empty((n, M + 1, K))
+        elif (out.shape != (n, M + 1, K) or out.dtype != np.float64 or not out.flags.c_contiguous
+              or np.shares_memory(out, Ys)):
+            raise ValueError(f"out must be a C-ordered float64 array of shape {(n, M + 1, K)} "
+                             "sharing no memory with Ys")
+        if n < 2 or not self.shares_products():
+            for j in range(n):
+                out[j] = self.T_adjoint(Ys[j])
+            return out
+        G = np.ascontiguousarray(Ys.transpose(1, 0, 2))  # (L, n, K); G[l, :, z_l] -= sum_k Y[:, l, k]
         G[self._rows, :, self.y_idx] -= G.sum(axis=2)
         Gw = G.reshape(self.n_samples, n * K)
-        A = (self.Phi.T @ Gw).reshape(self.n_features, n, K)
-        bias = Gw.sum(axis=0).reshape(n, K)
-        outs = []
-        for j in range(n):
-            out = np.empty((self.n_features + 1, K))
-            out[:-1] = A[:, j]
-            out[-1] = bias[j]
-            outs.append(out)
-        return outs
+        A = self._scratch("T_adjoint_many", (M, n * K))
+        np.matmul(self.Phi.T, Gw, out=A)
+        np.copyto(out[:, :-1], A.reshape(M, n, K).transpose(1, 0, 2))
+        out[:, -1] = Gw.sum(axis=0).reshape(n, K)
+        return out
 
     def T_adjoint(self, Y):
         """Apply the adjoint ``T^T``.

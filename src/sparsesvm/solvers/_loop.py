@@ -601,45 +601,57 @@ def primal_dual_many(duals, *, tol, max_iter, step_ratio):
             run.append(j)
     if not run:
         return results
-    X0 = np.zeros((op.n_features + 1, op.n_classes))
-    primals = {j: PrimalStep(penalty, X0) for j in run}
+    M1, K, L = op.n_features + 1, op.n_classes, op.n_samples
+    X0 = np.zeros((M1, K))
+    primals = [PrimalStep(penalty, X0) for _ in run]
     for j in run:
         duals[j].prepare(X0.size)
     op.prepare(skip_zero_weights=True)  # as primal_dual: for a problem left alone in the batch
     clock = Clock()
     tau, sigma = pd_steps(first.step_norm(), step_ratio)
-    state = {}
-    for j in run:
-        primals[j].tau = tau
+    for j, primal in zip(run, primals):
+        primal.tau = tau
         duals[j].start(tau, sigma)
-        Y = np.zeros((op.n_samples, op.n_classes))
-        state[j] = [X0.copy(), Y, np.zeros_like(Y)]
+    # the running problems' iterates side by side, one row each (kept between iterations:
+    # no allocation per iteration); V: T^T Y, then the next X (the compiled step is in place)
+    X, V = np.zeros((len(run), M1, K)), np.empty((len(run), M1, K))
+    Y, TX = np.zeros((len(run), L, K)), np.zeros((len(run), L, K))
     ends = {}
     it = 0
     for it in range(1, int(max_iter) + 1):
-        Vs = op.T_adjoint_many([state[j][1] for j in run])
-        steps = [primals[j](state[j][0], V) for j, V in zip(run, Vs)]
-        TXns = op.T_many([Xn for Xn, _ in steps])
-        going = []
-        for j, (Xn, rel), TXn in zip(run, steps, TXns):
-            X, Y, TX = state[j]
-            Y, TXn, rel = duals[j](X, Xn, Y, TX, rel, TXn=TXn)
-            state[j] = [Xn, Y, TXn]
-            if stops[j](it, rel, tol, Xn, Y, TXn):
-                ends[j] = (it, True, clock.elapsed())
-            else:
-                going.append(j)
-        run = going
-        if not run:
-            break
+        op.T_adjoint_many(Y, out=V)
+        rels = []
+        for i, primal in enumerate(primals):
+            Vi = V[i]
+            Xn, rel = primal(X[i], Vi)
+            if Xn is not Vi:  # numpy's prox: a new array
+                Vi[...] = Xn
+            rels.append(rel)
+        TXn = op.T_many(V)
+        stopped = []
+        for i, j in enumerate(run):
+            Yn, TXni, rel = duals[j](X[i], V[i], Y[i], TX[i], rels[i], TXn=TXn[i])
+            Y[i] = Yn  # first: the compiled update writes it into TX[i]
+            TX[i] = TXni
+            if stops[j](it, rel, tol, V[i], Y[i], TX[i]):
+                stopped.append(i)
+        X, V = V, X
+        if stopped:
+            for i in stopped:
+                ends[run[i]] = (it, True, clock.elapsed(), X[i].copy(), Y[i].copy(), TX[i].copy())
+            keep = [i for i in range(len(run)) if i not in stopped]
+            run = [run[i] for i in keep]
+            primals = [primals[i] for i in keep]
+            if not run:
+                break
+            X, V, Y, TX = X[keep], np.empty((len(run), M1, K)), Y[keep], TX[keep]
     clock.stop()
-    for j in run:  # max_iter reached
-        ends[j] = (it, False, clock.total)
-    for j, (n_iter, converged, seconds) in ends.items():
-        X, Y, TX = state[j]
+    for i, j in enumerate(run):  # max_iter reached
+        ends[j] = (it, False, clock.total, X[i], Y[i], TX[i])
+    for j, (n_iter, converged, seconds, Xj, Yj, TXj) in ends.items():
         d = duals[j]
         if op.double() is not op:  # float32 products: the returned point's T X in float64
-            TX = op.double().T(X)
-        results[j] = SolverResult(X, n_iter, converged, d.objective(X, TX), d.violation(TX), seconds,
-                                  None, stops[j].final(n_iter, X, Y, TX))
+            TXj = op.double().T(Xj)
+        results[j] = SolverResult(Xj, n_iter, converged, d.objective(Xj, TXj), d.violation(TXj),
+                                  seconds, None, stops[j].final(n_iter, Xj, Yj, TXj))
     return results

@@ -331,36 +331,49 @@ def _fista_T_many(op, penalty, lams, dual_fn, loss_fn, curvature, tol, max_iter,
     op.prepare(skip_zero_weights=not fista)
     clock = Clock()
     nrm2 = op.norm() ** 2
-    state = []
     for f, lam in zip(forwards, lams):
         f.step = 1.0 / (curvature * lam * nrm2)
-        X = np.zeros((op.n_features + 1, op.n_classes))
-        state.append([X, X.copy(), np.zeros_like(R, dtype=np.float64), 1.0])  # X, V, T V, t
     run = list(range(len(lams)))
+    n, M1, K = len(run), op.n_features + 1, op.n_classes
+    # the running fits side by side, one row each, kept between iterations: X, the
+    # extrapolated point V (FISTA; forward-backward's is X), T V, and G: T^T of the loss's
+    # derivative, then the next X (the compiled step is in place)
+    X, G = np.zeros((n, M1, K)), np.empty((n, M1, K))
+    V = np.zeros((n, M1, K)) if fista else None
+    TV = np.zeros((n,) + R.shape)
+    ts = [1.0] * n
     ends = {}
     it = 0
     for it in range(1, int(max_iter) + 1):
-        Gs = op.T_adjoint_many([forwards[j].adjoint_input(dual_fn(state[j][2], R)) for j in run])
-        going = []
-        for j, G in zip(run, Gs):
-            X, V, _, t = state[j]
-            X, rel, V, t = forwards[j](V, X, None, t, G=G)
-            state[j][0], state[j][1], state[j][3] = X, V, t
+        P = np.stack([forwards[j].adjoint_input(dual_fn(TV[i], R)) for i, j in enumerate(run)])
+        op.T_adjoint_many(P, out=G)
+        stopped = []
+        for i, j in enumerate(run):
+            Xi, Gi = X[i], G[i]
+            Xn, rel, Vn, ts[i] = forwards[j](V[i] if fista else Xi, Xi, None, ts[i], G=Gi)
+            if Xn is not Gi:  # the numpy path: new arrays
+                Gi[...] = Xn
+                if fista:
+                    V[i] = Vn
             if rel <= tol:
-                ends[j] = (it, True, clock.elapsed())
-            else:
-                going.append(j)
-        run = going
-        if not run:
-            break
-        for j, TV in zip(run, op.T_many([state[j][1] for j in run])):
-            state[j][2] = TV
+                stopped.append(i)
+        X, G = G, X
+        if stopped:
+            for i in stopped:
+                ends[run[i]] = (it, True, clock.elapsed(), X[i].copy())
+            keep = [i for i in range(len(run)) if i not in stopped]
+            run = [run[i] for i in keep]
+            if not run:
+                break
+            X, G, ts = X[keep], np.empty((len(run), M1, K)), [ts[i] for i in keep]
+            V = V[keep] if fista else None
+        TV = op.T_many(V if fista else X)
     clock.stop()
-    for j in run:  # max_iter reached
-        ends[j] = (it, False, clock.total)
+    for i, j in enumerate(run):  # max_iter reached
+        ends[j] = (it, False, clock.total, X[i])
     results = [None] * len(lams)
-    for j, (n_iter, converged, seconds) in ends.items():
-        X, lam = state[j][0], lams[j]
+    for j, (n_iter, converged, seconds, X) in ends.items():
+        lam = lams[j]
         objective = penalty.value(X) + lam * loss_fn(exact.T(X), R)
         gap = _smooth_rel_gap(method, op.Phi, op.y_idx, penalty, lam, X)
         results[j] = SolverResult(X, n_iter, converged, objective, 0.0, seconds, None, gap)
