@@ -45,6 +45,13 @@ Usage::
         --jobs-json /tmp/full/jobs.json --src before=/tmp/old after=. --workers 2 \\
         --out /tmp/full/est.jsonl
 
+``--pair-grids``: each measured grid job (``train_grid``, a grid's alphas side by side) is
+run again as the single ``train`` jobs of its alphas on the same subset with the same tree
+(``<out>.pairs.jsonl``); the summary compares the two on the same subsets, per grid stratum
+and extrapolated (``grid_pairs``: CPU-hours as single jobs and as grid jobs, the records'
+test errors, non-zeros, iterations and objectives), and gives the total the job list would
+cost with single jobs instead.
+
 ``--src NAME=DIR ...``: the source trees whose ``src/`` and
 ``workflow/scripts/train.py`` run each sampled job, back to back (e.g. a
 ``git archive`` of an older commit and this tree: before and after a change
@@ -267,6 +274,9 @@ def main(argv=None):
                     help="only extrapolate from the --out JSONL written so far")
     ap.add_argument("--cores", type=int, default=1, help="cores for making the inputs")
     ap.add_argument("--list", action="store_true", help="print the strata and stop")
+    ap.add_argument("--pair-grids", action="store_true",
+                    help="also run each measured grid job's alphas as single jobs (same tree): "
+                         "the grid jobs' paired cost, in <out>.pairs.jsonl and the summary")
     ap.add_argument("--out", required=True,
                     help="JSON lines, one per measured job and tree (appended; read by "
                          "--summarize), and <out>.summary.json")
@@ -305,8 +315,98 @@ def main(argv=None):
                   file=sys.stderr)
             subprocess.run(cmd, check=True)
         run_sample(sample, trees, out, args.workers)
+        if args.pair_grids:
+            run_grid_pairs(jobs, out, trees, args.workers)
     summarize(groups, out, trees, args, len(jobs), len(sample))
     return 0
+
+
+def grid_singles(job):
+    """The single ``train`` jobs that a grid job's records stand for: its wildcards with each
+    of its alphas, its settings and inputs (the outputs are set by :func:`run_one`)."""
+    return [{**job, "rule": "train", "wildcards": {**job["wildcards"], "alpha": alpha},
+             "params": {k: v for k, v in job["params"].items() if k != "alphas"}}
+            for alpha in job["params"]["alphas"]]
+
+
+def run_grid_pairs(jobs, out, trees, workers):
+    """``--pair-grids``: each measured grid job's alphas run as single jobs (same tree, subset,
+    settings), appended to ``<out>.pairs.jsonl``: the paired cost of the grid job."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    pairs = out.with_name(out.name + ".pairs.jsonl")
+    grids = {json.dumps(j["wildcards"], sort_keys=True): j for j in jobs if j.get("rule") == "train_grid"}
+    measured = [json.loads(line) for line in out.read_text().splitlines()]
+    done = set()
+    if pairs.exists():
+        done = {(r["tree"], json.dumps(r["wildcards"], sort_keys=True))
+                for r in map(json.loads, pairs.read_text().splitlines())}
+    todo = []
+    for r in measured:
+        key = json.dumps(r["wildcards"], sort_keys=True)
+        if key in grids and r["tree"] in trees:
+            for single in grid_singles(grids[key]):
+                if (r["tree"], json.dumps(single["wildcards"], sort_keys=True)) not in done:
+                    todo.append((r["tree"], single))
+    lock = threading.Lock()
+
+    def one(item):
+        name, single = item
+        with tempfile.TemporaryDirectory(prefix="estimate-full-run-") as scratch:
+            r = run_one(single, trees[name], scratch)
+        r.update(tree=name, stratum=list(stratum(single)), wildcards=single["wildcards"])
+        with lock:
+            with open(pairs, "a") as fh:
+                fh.write(json.dumps(r) + "\n")
+            print(f"[pair {name}] {' '.join(r['stratum'])} alpha={single['wildcards']['alpha']} "
+                  f"subset={single['wildcards']['subset']}: cpu {r['cpu_s']:.2f} s, {r['n_iter']} it",
+                  file=sys.stderr, flush=True)
+
+    print(f"{len(todo)} single jobs of the measured grid jobs to run", file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, todo))
+
+
+def grid_pair_summary(groups, out, name):
+    """Grid jobs against their single jobs (``--pair-grids``): per grid stratum the two CPU
+    times of the measured grid job, extrapolated over the stratum's jobs, and the records."""
+    pairs = out.with_name(out.name + ".pairs.jsonl")
+    if not pairs.exists():
+        return None
+    singles = defaultdict(dict)
+    for r in map(json.loads, pairs.read_text().splitlines()):
+        if r["tree"] == name:
+            w = {k: v for k, v in r["wildcards"].items() if k != "alpha"}
+            singles[json.dumps(w, sort_keys=True)][r["wildcards"]["alpha"]] = r
+    rows, same, n_rec, iters, obj = [], 0, 0, defaultdict(int), 0.0
+    for r in map(json.loads, out.read_text().splitlines()):
+        key = json.dumps(r["wildcards"], sort_keys=True)
+        if r["tree"] != name or "records" not in r or tuple(r["stratum"]) not in groups:
+            continue
+        mine = singles.get(key, {})
+        if len(mine) < len(r["records"]):
+            continue  # not all of its single jobs measured
+        cpu = sum(s["cpu_s"] for s in mine.values())
+        for rec in r["records"]:
+            s = mine[repr(float(rec["alpha"]))]
+            n_rec += 1
+            same += s["test_errors"] == rec["test_errors"] and s["nnz"] == rec["nnz"]
+            iters[s["n_iter"] - rec["n_iter"]] += 1
+            obj = max(obj, abs(s["objective"] - rec["objective"]) / max(abs(s["objective"]), 1e-300))
+        n = len(groups[tuple(r["stratum"])])
+        rows.append({"stratum": r["stratum"], "subset": r["wildcards"]["subset"], "alphas": len(mine),
+                     "singles_cpu_s": cpu, "grid_cpu_s": r["cpu_s"], "ratio": r["cpu_s"] / cpu,
+                     "jobs": n, "saving_cpu_hours": n * (cpu - r["cpu_s"]) / 3600})
+    if not rows:
+        return None
+    single_h = sum(r["jobs"] * r["singles_cpu_s"] for r in rows) / 3600
+    grid_h = sum(r["jobs"] * r["grid_cpu_s"] for r in rows) / 3600
+    return {"strata": rows, "singles_cpu_hours": single_h, "grid_cpu_hours": grid_h,
+            "ratio": grid_h / single_h, "saving_cpu_hours": single_h - grid_h,
+            "records": n_rec, "same_test_errors_and_nnz": same,
+            "n_iter_difference_counts": {str(k): v for k, v in sorted(iters.items())},
+            "max_objective_rel_diff": obj}
 
 
 def run_sample(sample, trees, out, workers):
@@ -409,6 +509,22 @@ def summarize(groups, out, trees, args, n_jobs, n_sampled):
         print(f"{a} vs {b}: {c['same_test_errors_and_nnz']}/{c['jobs']} jobs with the same test "
               f"errors and non-zeros; largest relative objective difference "
               f"{c['max_objective_rel_diff']}", file=sys.stderr)
+    for name in trees:
+        pairs = grid_pair_summary(groups, out, name)
+        if pairs is None:
+            continue
+        report.setdefault("grid_pairs", {})[name] = pairs
+        total = report["estimate"][name]["total"]["cpu_hours"]
+        print(f"{name}: the measured grid jobs against their single jobs: {pairs['ratio']:.3f} of the "
+              f"CPU over the grid strata ({pairs['singles_cpu_hours']:.2f} -> "
+              f"{pairs['grid_cpu_hours']:.2f} CPU-hours, {pairs['saving_cpu_hours']:.2f} saved: "
+              f"{total + pairs['saving_cpu_hours']:.2f} CPU-hours as single jobs); "
+              f"{pairs['same_test_errors_and_nnz']}/{pairs['records']} records with the same test "
+              f"errors and non-zeros, iteration differences {pairs['n_iter_difference_counts']}, "
+              f"objectives at most {pairs['max_objective_rel_diff']:.2g} apart", file=sys.stderr)
+        for row in pairs["strata"]:
+            print(f"  {' '.join(row['stratum']):32s} subset {row['subset']:>2}: {row['singles_cpu_s']:7.1f} -> "
+                  f"{row['grid_cpu_s']:7.1f} s ({row['ratio']:.3f}), x{row['jobs']}", file=sys.stderr)
     h.write_results(out.with_name(out.name + ".summary.json"), report, args)
 
 

@@ -330,3 +330,10 @@ def test_estimate_counts_grid_jobs_in_strata_of_their_own():
     assert [j for j in sample if "rule" not in j] == [j for j in alone]
     assert est.SCRIPTS[grid[0]["rule"]] == "train_grid.py"
     assert all((BENCHMARKS.parent / "workflow" / "scripts" / s).is_file() for s in est.SCRIPTS.values())
+    # --pair-grids: a grid job's single jobs, one per alpha, its settings and inputs
+    job = {**grid[0], "params": {"settings": {"method": "logit"}, "alphas": ["0.01", "1.0"], "code": "c"},
+           "input": {"features": "f", "subset": "s"}}
+    singles = est.grid_singles(job)
+    assert [s["wildcards"]["alpha"] for s in singles] == ["0.01", "1.0"]
+    assert all(s["rule"] == "train" and "alphas" not in s["params"] and s["input"] == job["input"]
+               and est.stratum(s) == ("mnist", "e2", "3K", "logit") for s in singles)
