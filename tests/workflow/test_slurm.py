@@ -141,8 +141,8 @@ def _overlay(cfg):
     """Config overlay for the SLURM target: E2 (Figure 1) with at least 10 training fits."""
     e2 = cfg["experiments"]["e2"]
     # every grid of config/test.yaml's E2 at its smallest training size, on enough
-    # subsets for at least 10 fits; without test.yaml's cross-validation (the target
-    # is the training fits, grouped)
+    # subsets for at least 10 fits; without test.yaml's cross-validation and grid jobs
+    # (side_by_side: the target is the training fits, one job each, grouped)
     grids = [{k: v for k, v in grid.items() if k != "samples_per_class"} for grid in e2["grids"]]
     per_subset = sum(len(g["alphas"]) for g in grids)
     n_subsets = max(2, math.ceil(10 / per_subset))
@@ -151,7 +151,7 @@ def _overlay(cfg):
         "datasets": [e2["dataset"]],
         "experiments": {
             "e2": {"samples_per_class": e2["samples_per_class"][:1], "n_subsets": n_subsets, "grids": grids,
-                   "cv": None}
+                   "cv": None, "side_by_side": False}
         },
     }
     n_train = sum(len(g["alphas"]) for g in grids) * n_subsets
