@@ -46,9 +46,9 @@ Usage::
         --out /tmp/full/est.jsonl
 
 ``--pair-grids``: each measured grid job (``train_grid``, a grid's alphas side by side) is
-run again as the single ``train`` jobs of its alphas on the same subset with the same tree
-(``<out>.pairs.jsonl``); the summary compares the two on the same subsets, per grid stratum
-and extrapolated (``grid_pairs``: CPU-hours as single jobs and as grid jobs, the records'
+run again, beside the single ``train`` jobs of its alphas on the same subset with the same
+tree (``<out>.pairs.jsonl``: the two in the same stretch of time); the summary compares
+the two on the same subsets, per grid stratum and extrapolated (``grid_pairs``: CPU-hours as single jobs and as grid jobs, the records'
 test errors, non-zeros, iterations and objectives), and gives the total the job list would
 cost with single jobs instead.
 
@@ -346,9 +346,11 @@ def run_grid_pairs(jobs, out, trees, workers):
     for r in measured:
         key = json.dumps(r["wildcards"], sort_keys=True)
         if key in grids and r["tree"] in trees:
-            for single in grid_singles(grids[key]):
-                if (r["tree"], json.dumps(single["wildcards"], sort_keys=True)) not in done:
-                    todo.append((r["tree"], single))
+            # the grid job again, then its single jobs: measured in the same stretch of time
+            # (this machine's speed drifts by tens of percent within an hour)
+            for job in [grids[key], *grid_singles(grids[key])]:
+                if (r["tree"], json.dumps(job["wildcards"], sort_keys=True)) not in done:
+                    todo.append((r["tree"], job))
     lock = threading.Lock()
 
     def one(item):
@@ -359,7 +361,7 @@ def run_grid_pairs(jobs, out, trees, workers):
         with lock:
             with open(pairs, "a") as fh:
                 fh.write(json.dumps(r) + "\n")
-            print(f"[pair {name}] {' '.join(r['stratum'])} alpha={single['wildcards']['alpha']} "
+            print(f"[pair {name}] {' '.join(r['stratum'])} alpha={single['wildcards'].get('alpha', 'grid')} "
                   f"subset={single['wildcards']['subset']}: cpu {r['cpu_s']:.2f} s, {r['n_iter']} it",
                   file=sys.stderr, flush=True)
 
@@ -374,16 +376,21 @@ def grid_pair_summary(groups, out, name):
     pairs = out.with_name(out.name + ".pairs.jsonl")
     if not pairs.exists():
         return None
-    singles = defaultdict(dict)
+    singles, again = defaultdict(dict), {}
     for r in map(json.loads, pairs.read_text().splitlines()):
-        if r["tree"] == name:
-            w = {k: v for k, v in r["wildcards"].items() if k != "alpha"}
-            singles[json.dumps(w, sort_keys=True)][r["wildcards"]["alpha"]] = r
+        if r["tree"] != name:
+            continue
+        if "alpha" not in r["wildcards"]:  # the grid job, measured again beside its single jobs
+            again[json.dumps(r["wildcards"], sort_keys=True)] = r
+            continue
+        w = {k: v for k, v in r["wildcards"].items() if k != "alpha"}
+        singles[json.dumps(w, sort_keys=True)][r["wildcards"]["alpha"]] = r
     rows, same, n_rec, iters, obj = [], 0, 0, defaultdict(int), 0.0
     for r in map(json.loads, out.read_text().splitlines()):
         key = json.dumps(r["wildcards"], sort_keys=True)
         if r["tree"] != name or "records" not in r or tuple(r["stratum"]) not in groups:
             continue
+        r = again.get(key, r)
         mine = singles.get(key, {})
         if len(mine) < len(r["records"]):
             continue  # not all of its single jobs measured

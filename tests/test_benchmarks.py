@@ -287,12 +287,16 @@ def test_bench_iteration_product_floor_takes_the_faster_orientation(monkeypatch)
     assert bench.product_floor(sp.csr_matrix(Phi), 4) == 5.0 + 2.0  # CSR: one of each
 
 
-def test_estimate_draws_the_same_jobs_from_the_strata_two_job_lists_share():
+def _estimator():
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        est = importlib.import_module("estimate_full_run")
+        return importlib.import_module("estimate_full_run")
     finally:
         sys.path.remove(str(BENCHMARKS))
+
+
+def test_estimate_draws_the_same_jobs_from_the_strata_two_job_lists_share():
+    est = _estimator()
 
     def jobs(experiments):
         return [{"wildcards": {"dataset": "mnist", "experiment": e, "L": L, "method": m, "alpha": str(a),
@@ -312,11 +316,7 @@ def test_estimate_draws_the_same_jobs_from_the_strata_two_job_lists_share():
 
 
 def test_estimate_counts_grid_jobs_in_strata_of_their_own():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        est = importlib.import_module("estimate_full_run")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    est = _estimator()
     single = [{"wildcards": {"dataset": "mnist", "experiment": "e2", "L": "3K", "method": "logit",
                              "alpha": str(a), "subset": str(s)}} for a in range(9) for s in range(10)]
     grid = [{"rule": "train_grid", "wildcards": {"dataset": "mnist", "experiment": "e2", "L": "3K",

@@ -41,3 +41,13 @@ def start(snakemake):
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(snakemake.threads)
+
+
+def fit_options(snakemake):
+    """The keyword arguments of a training job's fit (``runner.run_job``, ``run_grid_job``) that
+    come from its settings and wildcards: solver, stopping rule, precision, and the record's
+    dataset, experiment, subset and samples per class."""
+    w, s = snakemake.wildcards, snakemake.params.settings
+    return dict(solver=s["solver"], stopping=s["stopping"], precision=s["precision"], dataset=w.dataset,
+                experiment=w.experiment, subset=int(w.subset),
+                samples_per_class=None if w.L == "all" else int(w.L[:-1]))

@@ -21,13 +21,7 @@ record, _ = run_job(
     float(w.alpha),  # the path segment is repr(alpha): it reads back as the config's float
     s["tol"],
     s["max_iter"],
-    solver=s["solver"],
-    stopping=s["stopping"],
-    precision=s["precision"],
-    dataset=w.dataset,
-    experiment=w.experiment,
-    subset=int(w.subset),
-    samples_per_class=None if w.L == "all" else int(w.L[:-1]),
+    **_job.fit_options(snakemake),  # noqa: F821
 )
 write_json_atomic(snakemake.output[0], record)  # noqa: F821
 print(

@@ -20,13 +20,7 @@ records = run_grid_job(
     [float(a) for a in snakemake.params.alphas],  # noqa: F821 (path labels: repr(alpha))
     s["tol"],
     s["max_iter"],
-    solver=s["solver"],
-    stopping=s["stopping"],
-    precision=s["precision"],
-    dataset=w.dataset,
-    experiment=w.experiment,
-    subset=int(w.subset),
-    samples_per_class=int(w.L[:-1]),
+    **_job.fit_options(snakemake),  # noqa: F821
 )
 write_json_atomic(snakemake.output[0], records)  # noqa: F821
 for r in records:
