@@ -48,9 +48,9 @@ Usage::
 ``--pair-grids``: each measured grid job (``train_grid``, a grid's alphas side by side) is
 run again, beside the single ``train`` jobs of its alphas on the same subset with the same
 tree (``<out>.pairs.jsonl``: the two in the same stretch of time); the summary compares
-the two on the same subsets, per grid stratum and extrapolated (``grid_pairs``: CPU-hours as single jobs and as grid jobs, the records'
-test errors, non-zeros, iterations and objectives), and gives the total the job list would
-cost with single jobs instead.
+the two on the same subsets, per grid stratum and extrapolated (``grid_pairs``: CPU-hours
+as single jobs and as grid jobs, the records' test errors, non-zeros, iterations and
+objectives), and gives the total the job list would cost with single jobs instead.
 
 ``--src NAME=DIR ...``: the source trees whose ``src/`` and
 ``workflow/scripts/train.py`` run each sampled job, back to back (e.g. a
