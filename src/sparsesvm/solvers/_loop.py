@@ -565,8 +565,9 @@ def primal_dual_many(duals, *, tol, max_iter, step_ratio):
     product each (:meth:`~sparsesvm.model.operator.MulticlassOperator.T_many`,
     :meth:`~sparsesvm.model.operator.MulticlassOperator.T_adjoint_many`). A problem
     leaves the batch at the iteration where it stops. Each result is the one
-    :func:`primal_dual` returns up to the rounding of the products (which may move its
-    stopping iteration by one where the measure crosses ``tol`` by less than that).
+    :func:`primal_dual` returns up to the rounding of the products (which can move its
+    stopping iteration by a few, as the timed choice of a product's orientation does
+    between two runs of one solver; README, "Alphas side by side").
 
     Parameters
     ----------

@@ -63,7 +63,7 @@ def side_by_side(method, op, penalty, weights, *, tol=1e-5, max_iter=100000,
     list of SolverResult
         One per weight, in order: each what the method's solver returns for that weight
         (``stopping="rel_change"``, no trace) up to the rounding of the products, which
-        can move a stopping iteration by one. ``fit_time``: the batch's loop seconds when
+        can move a stopping iteration by a few. ``fit_time``: the batch's loop seconds when
         that fit stopped (shared time: the fits ran together).
 
     Raises
