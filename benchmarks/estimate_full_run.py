@@ -330,44 +330,14 @@ def grid_singles(job):
 
 
 def run_grid_pairs(jobs, out, trees, workers):
-    """``--pair-grids``: each measured grid job's alphas run as single jobs (same tree, subset,
-    settings), appended to ``<out>.pairs.jsonl``: the paired cost of the grid job."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    pairs = out.with_name(out.name + ".pairs.jsonl")
+    """``--pair-grids``: each measured grid job again, then its alphas as single jobs (same
+    trees, subset and settings), by :func:`run_sample` into ``<out>.pairs.jsonl``: the two in
+    the same stretch of time (this machine's speed drifts by tens of percent within an hour)."""
     grids = {json.dumps(j["wildcards"], sort_keys=True): j for j in jobs if j.get("rule") == "train_grid"}
-    measured = [json.loads(line) for line in out.read_text().splitlines()]
-    done = set()
-    if pairs.exists():
-        done = {(r["tree"], json.dumps(r["wildcards"], sort_keys=True))
-                for r in map(json.loads, pairs.read_text().splitlines())}
-    todo = []
-    for r in measured:
-        key = json.dumps(r["wildcards"], sort_keys=True)
-        if key in grids and r["tree"] in trees:
-            # the grid job again, then its single jobs: measured in the same stretch of time
-            # (this machine's speed drifts by tens of percent within an hour)
-            for job in [grids[key], *grid_singles(grids[key])]:
-                if (r["tree"], json.dumps(job["wildcards"], sort_keys=True)) not in done:
-                    todo.append((r["tree"], job))
-    lock = threading.Lock()
-
-    def one(item):
-        name, single = item
-        with tempfile.TemporaryDirectory(prefix="estimate-full-run-") as scratch:
-            r = run_one(single, trees[name], scratch)
-        r.update(tree=name, stratum=list(stratum(single)), wildcards=single["wildcards"])
-        with lock:
-            with open(pairs, "a") as fh:
-                fh.write(json.dumps(r) + "\n")
-            print(f"[pair {name}] {' '.join(r['stratum'])} alpha={single['wildcards'].get('alpha', 'grid')} "
-                  f"subset={single['wildcards']['subset']}: cpu {r['cpu_s']:.2f} s, {r['n_iter']} it",
-                  file=sys.stderr, flush=True)
-
-    print(f"{len(todo)} single jobs of the measured grid jobs to run", file=sys.stderr)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(one, todo))
+    measured = {json.dumps(r["wildcards"], sort_keys=True) for r in map(json.loads, out.read_text().splitlines())}
+    pairs = [job for key in sorted(measured & set(grids)) for job in [grids[key], *grid_singles(grids[key])]]
+    print(f"{len(pairs)} jobs: the measured grid jobs and their single jobs", file=sys.stderr)
+    run_sample(pairs, trees, out.with_name(out.name + ".pairs.jsonl"), workers)
 
 
 def grid_pair_summary(groups, out, name):

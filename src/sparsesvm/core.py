@@ -392,10 +392,9 @@ def fit_alphas(params, alphas, X, y, *, groups=None, owner="SparseSVC"):
         side by side do not take, or a bad alpha.
     """
     from .solvers.registry import model_parameters
-    from .solvers.side_by_side import SIDE_BY_SIDE_METHODS, side_by_side
+    from .solvers.side_by_side import SIDE_BY_SIDE_METHODS, runs_side_by_side, side_by_side
 
-    if (params.solver != "paper" or params.method not in SIDE_BY_SIDE_METHODS
-            or params.stopping != "rel_change" or params.trace):
+    if not runs_side_by_side(params.method, params.solver, params.stopping, params.trace):
         raise ValueError(f"{owner}: fits side by side take solver 'paper', one of "
                          f"{SIDE_BY_SIDE_METHODS}, stopping 'rel_change' and no trace; got "
                          f"method {params.method!r}, solver {params.solver!r}, stopping "
@@ -428,7 +427,7 @@ class _Problem:
                 )
         self.classes, y_idx = encode_labels(y, owner)
         K = self.classes.size
-        L, M = X.shape
+        M = X.shape[1]
         self.M, self.K = M, K
         self.groups = groups = check_groups(params.penalty, groups, M, params.method)
         reference = None

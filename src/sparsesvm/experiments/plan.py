@@ -463,7 +463,7 @@ class Plan:
         fitted side by side (:meth:`grid_jobs`); a group is ``(dataset, experiment, method,
         penalty, L, subset)``. Built once."""
         if self._grids is None:
-            from ..solvers.side_by_side import SIDE_BY_SIDE_METHODS
+            from ..solvers.side_by_side import runs_side_by_side
 
             readers = {}  # the id of a job that makes a record -> the experiments that read it
             for exp_id in self.config["experiments"]:
@@ -474,10 +474,13 @@ class Plan:
             for exp_id, exp in self.config["experiments"].items():
                 if not exp.get("side_by_side", False):
                     continue
+                fits = {}  # per curve: whether its settings run side by side
                 for job in self.train_jobs(exp_id):
-                    s = self.train_settings(exp_id, job["method"], job["penalty"])
-                    if (s["method"] not in SIDE_BY_SIDE_METHODS or s["solver"] != "paper"
-                            or s["stopping"] != "rel_change" or readers[_job_id(job)] != {exp_id}):
+                    curve = (job["method"], job["penalty"])
+                    if curve not in fits:
+                        s = self.train_settings(exp_id, *curve)
+                        fits[curve] = runs_side_by_side(s["method"], s["solver"], s["stopping"])
+                    if not fits[curve] or readers[_job_id(job)] != {exp_id}:
                         continue  # another solver or rule, or a record that another experiment reads
                     group = tuple(job[k] for k in _GRID_FIELDS)
                     alphas.setdefault(group, []).append(job["alpha"])

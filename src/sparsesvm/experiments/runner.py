@@ -279,10 +279,10 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
     n_train = int(np.shape(y_train)[0])
     model, clocks = _fit(params, X_train, y_train, groups, reference_coef)
-    train_errors = int(np.count_nonzero(model.predict(X_train) != np.asarray(y_train)))
+    errors = {"n_train": n_train, "train_errors": _errors(model, X_train, y_train)}
     del X_train
-    n_test, test_errors = _test_errors(model, features_dir)
-    errors = {"n_train": n_train, "train_errors": train_errors, "n_test": n_test, "test_errors": test_errors}
+    X_test, y_test = _test_split(features_dir)
+    errors.update(n_test=int(y_test.shape[0]), test_errors=_errors(model, X_test, y_test))
     coef = np.asarray(model.coef, dtype=np.float64)
     coef_full = np.hstack([coef, np.asarray(model.intercept, dtype=np.float64).reshape(-1)[:, None]])
     record = _record(model, coef, errors, meta, clocks=clocks, method=method, penalty=penalty, groups=groups,
@@ -339,15 +339,11 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
     models = _core.fit_alphas(params, [p.alpha for _, p, _, _ in checked], X_train, y_train,
                               groups=groups)
     clocks = (time.perf_counter() - t0, time.process_time() - c0)
-    from sparsesvm.data import features
-
-    X_test, y_test = features.load_features(features_dir, "test")
-    y_test = np.asarray(y_test)
+    X_test, y_test = _test_split(features_dir)
     records = []
     for (_, p, _, _), model in zip(checked, models):
-        train_errors = int(np.count_nonzero(model.predict(X_train) != np.asarray(y_train)))
-        errors = {"n_train": n_train, "train_errors": train_errors, "n_test": int(y_test.shape[0]),
-                  "test_errors": int(np.count_nonzero(model.predict(X_test) != y_test))}
+        errors = {"n_train": n_train, "train_errors": _errors(model, X_train, y_train),
+                  "n_test": int(y_test.shape[0]), "test_errors": _errors(model, X_test, y_test)}
         coef = np.asarray(model.coef, dtype=np.float64)
         record = _record(model, coef, errors, {**meta, "side_by_side": len(alphas)}, clocks=clocks,
                          method=method, penalty=penalty, groups=groups, alpha=p.alpha, tol=tol,
@@ -374,13 +370,17 @@ def _fit(params, X_train, y_train, groups, reference_coef):
     return model, (time.perf_counter() - t0, time.process_time() - c0)
 
 
-def _test_errors(model, features_dir):
-    """(number of test samples, errors of ``model`` on them): the whole official test split."""
+def _test_split(features_dir):
+    """(X, y) of the whole official test split."""
     from sparsesvm.data import features
 
     X_test, y_test = features.load_features(features_dir, "test")
-    y_test = np.asarray(y_test)
-    return int(y_test.shape[0]), int(np.count_nonzero(model.predict(X_test) != y_test))
+    return X_test, np.asarray(y_test)
+
+
+def _errors(model, X, y):
+    """The number of samples of (X, y) that ``model`` misclassifies."""
+    return int(np.count_nonzero(model.predict(X) != np.asarray(y)))
 
 
 def _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping, trace, subset_indices, meta,

@@ -556,6 +556,27 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, 
                         tr.result() if tr else None, stop.final(it, X, Y, TX))
 
 
+def leave_batch(stopped, *rows):
+    """The fits of a side-by-side batch without those at positions ``stopped``.
+
+    Parameters
+    ----------
+    stopped : list of int
+        Positions (rows) of the fits that leave.
+    *rows : list or ndarray or None
+        Per-fit sequences, one row per fit (lists, or arrays indexed on their first axis);
+        None stays None.
+
+    Returns
+    -------
+    list
+        Each of ``rows`` with the other fits' rows, in order (arrays copied).
+    """
+    keep = [i for i in range(len(rows[0])) if i not in stopped]
+    return [None if r is None else [r[i] for i in keep] if isinstance(r, list) else r[keep]
+            for r in rows]
+
+
 def primal_dual_many(duals, *, tol, max_iter, step_ratio):
     """Run several primal-dual problems on one operator side by side, sharing the products.
 
@@ -640,12 +661,10 @@ def primal_dual_many(duals, *, tol, max_iter, step_ratio):
         if stopped:
             for i in stopped:
                 ends[run[i]] = (it, True, clock.elapsed(), X[i].copy(), Y[i].copy(), TX[i].copy())
-            keep = [i for i in range(len(run)) if i not in stopped]
-            run = [run[i] for i in keep]
-            primals = [primals[i] for i in keep]
+            run, primals, X, Y, TX = leave_batch(stopped, run, primals, X, Y, TX)
             if not run:
                 break
-            X, V, Y, TX = X[keep], np.empty((len(run), M1, K)), Y[keep], TX[keep]
+            V = np.empty_like(X)
     clock.stop()
     for i, j in enumerate(run):  # max_iter reached
         ends[j] = (it, False, clock.total, X[i], Y[i], TX[i])

@@ -48,6 +48,7 @@ from ._loop import (
     check_common,
     check_stopping,
     check_weight,
+    leave_batch,
     primal_dual,
     trace_every,
 )
@@ -322,8 +323,6 @@ def _fista_T_many(op, penalty, lams, dual_fn, loss_fn, curvature, tol, max_iter,
     if scheme not in SMOOTH_SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; expected one of {SMOOTH_SCHEMES}")
     lams = list(lams)
-    if not lams:
-        raise ValueError("at least one weight is needed")
     R = op.R
     exact = op.double()
     fista = scheme == "fista"
@@ -361,12 +360,10 @@ def _fista_T_many(op, penalty, lams, dual_fn, loss_fn, curvature, tol, max_iter,
         if stopped:
             for i in stopped:
                 ends[run[i]] = (it, True, clock.elapsed(), X[i].copy())
-            keep = [i for i in range(len(run)) if i not in stopped]
-            run = [run[i] for i in keep]
+            run, ts, X, V = leave_batch(stopped, run, ts, X, V)
             if not run:
                 break
-            X, G, ts = X[keep], np.empty((len(run), M1, K)), [ts[i] for i in keep]
-            V = V[keep] if fista else None
+            G = np.empty_like(X)
         TV = op.T_many(V if fista else X)
     clock.stop()
     for i, j in enumerate(run):  # max_iter reached

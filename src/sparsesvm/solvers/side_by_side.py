@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from ..model.losses import logistic_loss, squared_hinge_loss
 from ._loop import DEFAULT_STEP_RATIO, check_weight, primal_dual_many
-from .baselines import SMOOTH_SCHEMES, SlackDual, _fista_T_many, _grad_logit, _grad_square
+from .baselines import SlackDual, _fista_T_many, _grad_logit, _grad_square
 from .paper import EpigraphDual, SimplexDual
 
-__all__ = ["side_by_side", "SIDE_BY_SIDE_METHODS"]
+__all__ = ["side_by_side", "runs_side_by_side", "SIDE_BY_SIDE_METHODS"]
 
 #: method -> (its weight's name, its dual update) for the primal-dual methods
 _PRIMAL_DUAL = {"hinge-reg": ("lam", SimplexDual), "hinge-con": ("eta", EpigraphDual),
@@ -34,6 +34,15 @@ _PRIMAL_DUAL = {"hinge-reg": ("lam", SimplexDual), "hinge-con": ("eta", Epigraph
 _SMOOTH = {"square": (_grad_square, squared_hinge_loss, 2.0, "fista"),
            "logit": (_grad_logit, logistic_loss, 0.5, "fb")}
 SIDE_BY_SIDE_METHODS = tuple(_PRIMAL_DUAL) + tuple(_SMOOTH)
+
+
+def runs_side_by_side(method, solver, stopping, trace=False):
+    """Whether fits of ``method`` with ``solver``, ``stopping`` and ``trace`` can run side by
+    side: the paper's solver of :data:`SIDE_BY_SIDE_METHODS`, the relative-change rule, no
+    trace (:func:`sparsesvm.core.fit_alphas` and the workflow's grid jobs,
+    :meth:`sparsesvm.experiments.plan.Plan.grid_jobs`, ask this)."""
+    return (method in SIDE_BY_SIDE_METHODS and solver == "paper" and stopping == "rel_change"
+            and not trace)
 
 
 def side_by_side(method, op, penalty, weights, *, tol=1e-5, max_iter=100000,
@@ -89,8 +98,6 @@ def side_by_side(method, op, penalty, weights, *, tol=1e-5, max_iter=100000,
         if scheme is not None and method != "logit":
             raise ValueError(f"scheme applies to logit only, not to {method!r}")
         scheme = default if scheme is None else scheme
-        if scheme not in SMOOTH_SCHEMES:
-            raise ValueError(f"unknown scheme {scheme!r}; expected one of {SMOOTH_SCHEMES}")
         for w in weights:
             check_weight(w, "lam")
         return _fista_T_many(op, penalty, weights, grad, loss, curvature, tol, max_iter,
