@@ -105,18 +105,21 @@ SIDE_BY_SIDE = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit")
 
 def expected_grid_jobs(cfg):
     """``{experiment: {(method, penalty, samples per class, subset): number of alphas}}``: the
-    grid jobs of the experiments with ``side_by_side`` (computed from the config,
-    independently of the workflow): a method of :data:`SIDE_BY_SIDE` with the paper's solver
-    and the relative-change rule, two alphas or more whose records no other experiment reads
-    (with ``share_runs``, the jobs another experiment has with the same fields)."""
+    grid jobs of the grids with ``side_by_side`` (their own key, else their experiment's;
+    computed from the config, independently of the workflow): a method of
+    :data:`SIDE_BY_SIDE` with the paper's solver and the relative-change rule, two alphas or
+    more whose records no other experiment reads (with ``share_runs``, the jobs another
+    experiment has with the same fields)."""
     share = cfg.get("share_runs", True)
     jobs = {exp_id: set(_experiment_jobs(exp)) for exp_id, exp in cfg["experiments"].items()}
     out = {}
     for exp_id, exp in cfg["experiments"].items():
         others = set().union(*(j for e, j in jobs.items() if e != exp_id)) if share else set()
         counts = {}
-        if exp.get("side_by_side", False):
-            for job in jobs[exp_id]:
+        for grid in exp["grids"]:
+            if not grid.get("side_by_side", exp.get("side_by_side", False)):
+                continue
+            for job in set(_experiment_jobs({**exp, "grids": [grid]})):
                 _, method, solver, stopping = job[:4]
                 if method in SIDE_BY_SIDE and solver == "paper" and stopping == "rel_change" \
                         and job not in others:

@@ -17,12 +17,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sparsesvm.experiments import aggregate, plan
 from sparsesvm.experiments.plan import ConfigError, Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workflow_helpers import FULL, TEST, load_config  # noqa: E402
+
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 @pytest.fixture
@@ -143,6 +146,35 @@ def test_alphas_side_by_side_where_no_other_experiment_reads_the_records(cfg):
     assert {g["method"] for g in Plan(edited).grid_jobs()} == {"hinge-reg"}
     _grid(edited, "e2", 3)["alphas"] = [0.1, 1.0]  # logit: not read by E4 at these alphas
     assert {g["method"] for g in Plan(edited).grid_jobs()} == {"hinge-reg", "logit"}
+
+
+def test_side_by_side_per_grid_overrides_the_experiment(cfg):
+    # a grid's own side_by_side wins over its experiment's, both ways
+    edited = copy.deepcopy(cfg)
+    _grid(edited, "e2", 0)["side_by_side"] = False  # hinge-reg: E2's only grid with two alphas
+    assert Plan(edited).grid_jobs() == []
+    edited = copy.deepcopy(cfg)
+    edited["experiments"]["e2"]["side_by_side"] = False
+    _grid(edited, "e2", 0)["side_by_side"] = True
+    assert Plan(edited).grid_jobs() == Plan(cfg).grid_jobs()
+    # E5 (no side_by_side of its own): only its flagged grid, and only where two alphas are its own
+    edited = copy.deepcopy(cfg)
+    e5 = edited["experiments"]["e5"]
+    assert "side_by_side" not in e5 and Plan(edited).grid_jobs("e5") == []
+    l1inf = next(i for i, g in enumerate(e5["grids"]) if g["penalty"] == "l1inf" and g["method"] == "hinge-reg")
+    _grid(edited, "e5", l1inf).update(side_by_side=True, alphas=[0.1, 1.0])
+    jobs = Plan(edited).grid_jobs("e5")
+    n_subsets, sizes = e5["n_subsets"], e5["grids"][l1inf]["samples_per_class"]
+    assert len(jobs) == n_subsets * len(sizes) and {(g["method"], g["penalty"]) for g in jobs} == {
+        ("hinge-reg", "l1inf")}
+    assert Plan(edited).grid_alphas("mnist", "e5", "hinge-reg", "l1inf", jobs[0]["L"], "0") == ["0.1", "1.0"]
+    # the schema takes the key on a grid, a boolean only
+    jsonschema = pytest.importorskip("jsonschema")  # a dependency of Snakemake, not of the package
+    schema = yaml.safe_load(SCHEMA.read_text())
+    jsonschema.validate(edited, schema)
+    _grid(edited, "e5", l1inf)["side_by_side"] = "yes"
+    with pytest.raises(jsonschema.ValidationError, match="'yes' is not of type 'boolean'"):
+        jsonschema.validate(edited, schema)
 
 
 def test_trace_and_cv_jobs(cfg):

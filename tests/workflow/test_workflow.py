@@ -75,13 +75,16 @@ def test_full_dag_counts_training_jobs(tmp_path):
         got[job["experiment"]] = got.get(job["experiment"], 0) + 1
     # each experiment runs its jobs but those an earlier one has (E4: E2's 1290 of its 1980),
     # E2 those that E4 does not read as grid jobs (side_by_side: 180, one per method x L x
-    # subset 10-24, each for the grid's alphas)
+    # subset 10-24, each for the grid's alphas), E5 its l1inf grids (20: two methods x 10 subsets
+    # at L = 500K; its l2 grids, which Figure 4 times, stay single jobs)
     grids = expected_grid_jobs(cfg)
     assert got == {e: n - sum(grids[e].values()) for e, n in expected_run_jobs(cfg).items()}
     assert expected_train_jobs(cfg)["e4"] - got["e4"] == 1290
     assert len(grids["e2"]) == 180 and {k[3] for k in grids["e2"]} == set(range(10, 25))
+    assert len(grids["e5"]) == 20 and {k[:3] for k in grids["e5"]} == {
+        ("hinge-reg", "l1inf", 500), ("hinge-con", "l1inf", 500)}
     stats = job_stats(out)
-    assert stats["train"] == len(jobs) and stats["train_grid"] == 180
+    assert stats["train"] == len(jobs) and stats["train_grid"] == 200
     assert stats["download"] == 8
     assert stats["features"] == 3
     assert stats["aggregate"] == 5

@@ -10,6 +10,8 @@ Snakemake puts this directory on the job's ``sys.path``, so the job scripts
 This module imports nothing heavy at import time: the thread variables must be
 in the environment before numpy (and its BLAS) is first imported.
 """
+import atexit
+import gc
 import os
 import sys
 
@@ -32,7 +34,14 @@ def start(snakemake):
     in it. One BLAS thread per job (``threads: 1``): the variables are set before
     numpy is imported, and ``threadpool_limits`` enforces the count on the pools
     loaded with numpy.
+
+    At exit the objects alive are frozen (``gc.freeze``) before the interpreter's last
+    garbage collections, which would otherwise walk all of them for nothing: the process
+    ends, and the job's outputs are written and closed by then. With the compiled kernels
+    loaded (numba's typing and lowering registries: about 190,000 objects) that walk cost
+    0.1 s of CPU per job (README, "Per-job overhead").
     """
+    atexit.register(gc.freeze)
     sys.stderr = open(snakemake.log[0], "w", buffering=1)
     for var in THREAD_VARS:
         os.environ[var] = str(snakemake.threads)

@@ -103,8 +103,19 @@ def grid_solver(exp, grid):
     return solver, grid.get("stopping", default)
 
 
+def grid_side_by_side(exp, grid):
+    """Whether a grid asks for its alphas side by side: the grid's own ``side_by_side``, else
+    the experiment's (default false). :meth:`Plan.grid_jobs` says where it is granted."""
+    return grid.get("side_by_side", exp.get("side_by_side", False))
+
+
 def _grid_label(exp, grid):
     return method_label(grid["method"], grid_solver(exp, grid)[0], path=True)
+
+
+def _curve_grid(exp, method_label, penalty):
+    """The grid of one curve (``method_label`` as in the paths)."""
+    return next(g for g in exp["grids"] if g["penalty"] == penalty and _grid_label(exp, g) == method_label)
 
 
 # --------------------------------------------------------------------------- config checks
@@ -472,16 +483,17 @@ class Plan:
                     readers.setdefault(made, set()).add(exp_id)
             alphas = {}
             for exp_id, exp in self.config["experiments"].items():
-                if not exp.get("side_by_side", False):
+                if not any(grid_side_by_side(exp, g) for g in exp["grids"]):
                     continue
-                fits = {}  # per curve: whether its settings run side by side
+                fits = {}  # per curve: whether it asks for and its settings allow side by side
                 for job in self.train_jobs(exp_id):
                     curve = (job["method"], job["penalty"])
                     if curve not in fits:
                         s = self.train_settings(exp_id, *curve)
-                        fits[curve] = runs_side_by_side(s["method"], s["solver"], s["stopping"])
+                        fits[curve] = (grid_side_by_side(exp, _curve_grid(exp, *curve))
+                                       and runs_side_by_side(s["method"], s["solver"], s["stopping"]))
                     if not fits[curve] or readers[_job_id(job)] != {exp_id}:
-                        continue  # another solver or rule, or a record that another experiment reads
+                        continue  # not asked, another solver or rule, or a record that another experiment reads
                     group = tuple(job[k] for k in _GRID_FIELDS)
                     alphas.setdefault(group, []).append(job["alpha"])
             alphas = {g: a for g, a in alphas.items() if len(a) > 1}  # one alpha: its own job
@@ -494,11 +506,12 @@ class Plan:
         """The training jobs that fit a grid's alphas side by side (one dict of the fields of
         :attr:`grid_pattern` each; all experiments' when ``exp_id`` is None).
 
-        An experiment with ``side_by_side: true`` fits the alphas of a grid in one job per
-        method, penalty, L and subset, wherever the records are its own and no other
+        A grid with ``side_by_side: true`` (its own key, else its experiment's) has its alphas
+        fitted in one job per method, penalty, L and subset, wherever the records are its own and no other
         experiment reads them (a record shared with another experiment, :meth:`run_owner`,
         stays a job of its own: that experiment may time it, as E4 does E2's first ten
-        subsets), the method is one of
+        subsets; an experiment that times its own records leaves the key off those grids, as E5
+        does for its l2 grids, which Figure 4 times), the method is one of
         :data:`sparsesvm.solvers.side_by_side.SIDE_BY_SIDE_METHODS` with the paper's solver
         and the relative-change rule, and at least two alphas qualify.
         """
@@ -575,7 +588,7 @@ class Plan:
     def train_settings(self, exp_id, method_label, penalty):
         """The fit settings of the training jobs of one curve (``method_label`` as in the paths)."""
         exp = self.experiment(exp_id)
-        grid = next(g for g in exp["grids"] if g["penalty"] == penalty and _grid_label(exp, g) == method_label)
+        grid = _curve_grid(exp, method_label, penalty)
         solver, stopping = grid_solver(exp, grid)
         return dict(method=grid["method"], groups=grid["groups"], tol=exp["tol"], max_iter=exp["max_iter"],
                     solver=solver, stopping=stopping, precision=grid.get("precision", "double"))
