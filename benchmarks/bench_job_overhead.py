@@ -40,8 +40,10 @@ overhead does not depend on the values.
 ``--modes`` compares, interleaved in one run (the machine's load changes
 between runs): ``as-is`` (the installed package), ``sklearn`` (the child
 imports ``sklearn.base`` first: what the training path imported before issue
-5) and ``src=DIR`` (the package from another source tree, e.g. the previous
-commit: ``git archive HEAD src | tar -x -C /tmp/old``, then
+5), ``no-freeze`` (the child does not freeze its live objects at exit, as
+``workflow/scripts/_job.start`` makes every job do: the interpreter's last garbage
+collections then walk them, as before that) and ``src=DIR`` (the package from another
+source tree, e.g. the previous commit: ``git archive HEAD src | tar -x -C /tmp/old``, then
 ``src=/tmp/old/src``). ``--snakemake`` adds the imports of Snakemake's script preamble
 (``snakemake.io`` to unpickle the ``snakemake`` object, ``snakemake.logging``,
 ``snakemake.iocontainers``), a cost of every real job that the project cannot
@@ -81,6 +83,9 @@ a = json.loads(sys.argv[1])
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
     os.environ[var] = "1"
+if a["freeze"]:  # as workflow/scripts/_job.start: the live objects frozen at exit
+    import atexit, gc
+    atexit.register(gc.freeze)
 if a["snakemake"]:
     import pickle, snakemake.io
     from snakemake.logging import logger
@@ -151,25 +156,29 @@ def make_features(directory, n_stored=3000, seed=0):
 
 
 def parse_mode(text):
-    """``"as-is"``, ``"sklearn"`` or ``"src=DIR"`` -> (label, import_sklearn, extra sys.path)."""
+    """``"as-is"``, ``"sklearn"``, ``"no-freeze"`` or ``"src=DIR"`` -> (label, import_sklearn,
+    freeze at exit, extra sys.path)."""
     if text == "as-is":
-        return text, False, None
+        return text, False, True, None
     if text == "sklearn":
-        return text, True, None
+        return text, True, True, None
+    if text == "no-freeze":
+        return text, False, False, None
     if text.startswith("src=") and len(text) > 4:
         path = Path(text[4:]).resolve()
         if not (path / "sparsesvm" / "__init__.py").is_file():
             raise ValueError(f"mode {text!r}: {path} holds no sparsesvm package")
-        return text, False, str(path)
-    raise ValueError(f"unknown mode {text!r}: expected 'as-is', 'sklearn' or 'src=DIR'")
+        return text, False, True, str(path)
+    raise ValueError(f"unknown mode {text!r}: expected 'as-is', 'sklearn', 'no-freeze' or 'src=DIR'")
 
 
 def run_once(features_dir, subset, method, args, out, mode="as-is"):
     """One fresh process doing a training job; returns the timing row."""
-    label, sklearn_first, src = parse_mode(mode)
+    label, sklearn_first, freeze, src = parse_mode(mode)
     payload = json.dumps({"features": str(features_dir), "subset": str(subset), "method": method,
                           "alpha": args.alpha, "tol": args.tol, "max_iter": args.max_iter,
-                          "out": str(out), "sklearn": sklearn_first, "snakemake": args.snakemake})
+                          "out": str(out), "sklearn": sklearn_first, "freeze": freeze,
+                          "snakemake": args.snakemake})
     proc = h.run_fresh(CHILD, payload, env=h.child_env(src, PYTHONWARNINGS="ignore"), check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"job {method} ({label}) failed:\n{proc.stderr}")
@@ -224,7 +233,8 @@ def main(argv=None):
     ap.add_argument("--features-dir", help="reuse (or create) this feature directory")
     ap.add_argument("--modes", nargs="+", default=["as-is"],
                     help="'as-is' (the installed package), 'sklearn' (the child imports "
-                         "sklearn.base first: the training path before issue 5), 'src=DIR' "
+                         "sklearn.base first: the training path before issue 5), 'no-freeze' "
+                         "(no gc.freeze at exit, which workflow/scripts/_job.py does), 'src=DIR' "
                          "(sparsesvm from DIR, e.g. `git archive HEAD src | tar -x -C /tmp/old` "
                          "then src=/tmp/old/src); modes are interleaved, so their ratios come "
                          "from one run")

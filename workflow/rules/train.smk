@@ -38,10 +38,11 @@ rule train:
 
 
 rule train_grid:
-    # An experiment with side_by_side (E2 in the full config): the alphas of one method,
-    # penalty, L and subset fitted side by side in one job, sharing each iteration's products
-    # with the features (PLAN.grid_jobs: only records that no other experiment reads, so
-    # E4's timed runs stay jobs of their own). One JSON array of records.
+    # A grid with side_by_side, its own or its experiment's (E2 and E5's l1inf grids in the
+    # full config): the alphas of one method, penalty, L and subset fitted side by side in
+    # one job, sharing each iteration's products with the features (PLAN.grid_jobs: only
+    # records that no other experiment reads, so E4's timed runs stay jobs of their own).
+    # One JSON array of records.
     input:
         unpack(train_input),
     output:

@@ -39,7 +39,7 @@ def start(snakemake):
     garbage collections, which would otherwise walk all of them for nothing: the process
     ends, and the job's outputs are written and closed by then. With the compiled kernels
     loaded (numba's typing and lowering registries: about 190,000 objects) that walk cost
-    0.1 s of CPU per job (README, "Per-job overhead").
+    0.1 s of CPU per job (README, "The jobs' exit").
     """
     atexit.register(gc.freeze)
     sys.stderr = open(snakemake.log[0], "w", buffering=1)
