@@ -67,8 +67,13 @@ def test_record_dag_counts_training_jobs(tmp_path):
     got = {}
     for job in train_wildcards(out):
         got[job["experiment"]] = got.get(job["experiment"], 0) + 1
-    assert got == expected_run_jobs(cfg)  # E4's runs that E2 has are E2's jobs
+    # E4's runs that E2 has are E2's jobs; E4 reads all of E2's three subsets, so E2 has no
+    # grid jobs here, and E5's l1inf grids (side_by_side) are one grid job per method and subset
+    grids = expected_grid_jobs(cfg)
+    assert got == {e: n - sum(grids[e].values()) for e, n in expected_run_jobs(cfg).items()}
+    assert grids["e2"] == {} and len(grids["e5"]) == 4
     stats = job_stats(out)
+    assert stats["train_grid"] == 4
     assert stats["paper_comparison"] == 1 and stats["aggregate"] == 5
     assert f"{cfg['results']}/tables/paper_comparison.md" in out
 
