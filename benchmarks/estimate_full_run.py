@@ -424,9 +424,11 @@ def run_sample(sample, trees, out, workers):
 def summarize(groups, out, trees, args, n_jobs, n_sampled):
     """Extrapolate per tree from the measured jobs; compare the records between trees."""
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    # only the strata of this job list: an --out shared with another job list (e.g. the same
-    # config with share_runs off, whose extra strata this one lacks) counts its common strata
-    rows = [r for r in rows if tuple(r["stratum"]) in groups]
+    # only the strata of this job list and the trees of this run: an --out shared with another
+    # job list (e.g. the same config with share_runs off, whose extra strata this one lacks)
+    # counts its common strata, one written with more trees (--src base=... new=..., then
+    # --src new=... --pair-grids) the trees named here
+    rows = [r for r in rows if tuple(r["stratum"]) in groups and r["tree"] in trees]
     report = {"configfile": args.configfile, "per_stratum": args.per_stratum, "seed": args.seed,
               "n_jobs": n_jobs, "n_sampled": n_sampled, "trees": trees, "estimate": {}}
     # jobs measured with every tree: the comparison is on the same jobs

@@ -337,3 +337,27 @@ def test_estimate_counts_grid_jobs_in_strata_of_their_own():
     assert [s["wildcards"]["alpha"] for s in singles] == ["0.01", "1.0"]
     assert all(s["rule"] == "train" and "alphas" not in s["params"] and s["input"] == job["input"]
                and est.stratum(s) == ("mnist", "e2", "3K", "logit") for s in singles)
+
+
+def test_estimate_summarizes_only_the_trees_it_is_given(tmp_path):
+    # an --out written by two trees (--src base=... new=...), summarised for one of them (as a
+    # later --src new=... --pair-grids run does): that tree's jobs, not an empty estimate
+    import argparse
+
+    est = _estimator()
+    jobs = [{"wildcards": {"dataset": "mnist", "experiment": "e2", "L": "3K", "method": "logit",
+                           "alpha": str(a), "subset": "0"}} for a in range(4)]
+    groups, sample = est.draw(jobs, 2, seed=0)
+    out = tmp_path / "est.jsonl"
+    rec = {"fit_time_s": 1.0, "n_iter": 10, "test_errors": 5, "nnz": 7, "objective": 1.0}
+    with open(out, "w") as fh:
+        for job in sample:
+            for tree, cpu in (("base", 10.0), ("new", 8.0)):
+                fh.write(json.dumps({**rec, "cpu_s": cpu, "tree": tree, "stratum": list(est.stratum(job)),
+                                     "wildcards": job["wildcards"]}) + "\n")
+    args = argparse.Namespace(configfile="c.yaml", per_stratum=2, seed=0)
+    est.summarize(groups, out, {"new": "/new"}, args, len(jobs), len(sample))
+    report = json.loads(out.with_name(out.name + ".summary.json").read_text())
+    assert report["n_measured"] == 2
+    assert report["estimate"]["new"]["total"]["cpu_hours"] == pytest.approx(4 * 8.0 / 3600)
+    assert "base" not in report["estimate"]

@@ -47,3 +47,19 @@ def test_training_scripts_start_with_it():
         lines = (SCRIPTS / name).read_text().splitlines()
         code = [ln.split("  #")[0] for ln in lines if ln.startswith(("import ", "from ", "_job."))]
         assert code[:3] == ["import sys", "import _job", "_job.start(snakemake)"], name
+
+
+def test_start_freezes_the_live_objects_at_exit(tmp_path):
+    """The interpreter's last collections then skip them (README, "The jobs' exit"): a handler
+    registered before start() runs after its freeze and sees the objects frozen."""
+    child = r"""
+import atexit, gc, sys, types
+sys.path.insert(0, sys.argv[1])
+import _job
+atexit.register(lambda: print(gc.get_freeze_count(), flush=True))  # runs last (LIFO)
+_job.start(types.SimpleNamespace(log=[sys.argv[2]], threads=1))
+"""
+    out = subprocess.run([sys.executable, "-c", child, str(SCRIPTS), str(tmp_path / "job.log")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) > 1000  # numpy's objects at least

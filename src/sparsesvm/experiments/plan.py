@@ -489,9 +489,9 @@ class Plan:
                 for job in self.train_jobs(exp_id):
                     curve = (job["method"], job["penalty"])
                     if curve not in fits:
-                        s = self.train_settings(exp_id, *curve)
-                        fits[curve] = (grid_side_by_side(exp, _curve_grid(exp, *curve))
-                                       and runs_side_by_side(s["method"], s["solver"], s["stopping"]))
+                        grid = _curve_grid(exp, *curve)
+                        fits[curve] = (grid_side_by_side(exp, grid)
+                                       and runs_side_by_side(grid["method"], *grid_solver(exp, grid)))
                     if not fits[curve] or readers[_job_id(job)] != {exp_id}:
                         continue  # not asked, another solver or rule, or a record that another experiment reads
                     group = tuple(job[k] for k in _GRID_FIELDS)
