@@ -156,9 +156,12 @@ SCRIPTS = {"train": "train.py", "train_grid": "train_grid.py"}
 
 def stratum(job):
     """dataset, experiment, training size, method (the path segment; ``<method>[grid]`` for a
-    grid job, whose alphas run side by side); penalties pooled."""
+    grid job whose alphas run side by side, ``<method>[in-turn]`` for one whose alphas run one
+    after another); penalties pooled."""
     w = job["wildcards"]
-    grid = "[grid]" if job.get("rule", "train") == "train_grid" else ""
+    grid = ""
+    if job.get("rule", "train") == "train_grid":
+        grid = "[grid]" if job.get("params", {}).get("side_by_side", True) else "[in-turn]"
     return (w["dataset"], w["experiment"], w["L"], w["method"] + grid)
 
 

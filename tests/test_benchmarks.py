@@ -361,3 +361,42 @@ def test_estimate_summarizes_only_the_trees_it_is_given(tmp_path):
     assert report["n_measured"] == 2
     assert report["estimate"]["new"]["total"]["cpu_hours"] == pytest.approx(4 * 8.0 / 3600)
     assert "base" not in report["estimate"]
+
+
+def test_alphas_in_one_job_pairs_a_cut_grid_job_with_its_singles():
+    # bench_alphas_in_one_job: one grid job in turn per stratum, cut to k of its alphas (in the
+    # grid's order), its singles; the saving per extra alpha, extrapolated over the stratum's
+    # grid jobs' extra alphas; the records compared
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        est = importlib.import_module("estimate_full_run")
+        bench = importlib.import_module("bench_alphas_in_one_job")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    w = {"dataset": "mnist", "experiment": "e5", "L": "500K", "method": "liblinear-cs"}
+    alphas = ["0.001", "0.01", "0.1", "1.0", "10.0"]
+    turn = [{"rule": "train_grid", "wildcards": {**w, "subset": str(s)}, "input": {"features": "f"},
+             "params": {"settings": {}, "alphas": alphas[:4 if s else 5], "side_by_side": False}}
+            for s in range(3)]
+    beside = {**turn[0], "params": {**turn[0]["params"], "side_by_side": True}}
+    assert [bench.in_turn(j) for j in (*turn, beside)] == [True, True, True, False]
+    assert est.stratum(turn[0])[3] == "liblinear-cs[in-turn]" and est.stratum(beside)[3] == "liblinear-cs[grid]"
+    cut = bench.cut(turn[0], 3, seed=0)
+    kept = cut["params"]["alphas"]
+    assert len(kept) == 3 and kept == [a for a in alphas if a in kept] and cut["wildcards"] == turn[0]["wildcards"]
+    assert bench.cut(turn[0], 3, seed=0) == cut and turn[0]["params"]["alphas"] == alphas
+    rec = {"test_errors": 5, "nnz": 7, "n_iter": 10, "objective": 1.5}
+    stratum = list(est.stratum(turn[0]))
+    rows = [{"kind": "grid", "stratum": stratum, "cpu_s": 10.0, "wildcards": cut["wildcards"],
+             "records": [{"alpha": float(a), **rec, "fit_time_s": 1.0} for a in kept]}]
+    rows += [{"kind": "single", "stratum": stratum, "cpu_s": 4.0, "wildcards": s["wildcards"], **rec,
+              "fit_time_s": 1.5, "n_iter": 10 + (a == kept[-1])}
+             for a, s in zip(kept, est.grid_singles(cut), strict=True)]
+    report = bench.summarize([*turn, beside], rows)
+    (row,) = report["strata"]
+    assert row["saving_per_extra_alpha_s"] == pytest.approx((12.0 - 10.0) / 2)
+    assert (row["grid_fit_time_s"], row["singles_fit_time_s"]) == (3.0, 4.5)
+    assert row["extra_alphas"] == 4 + 3 + 3 and row["grid_jobs"] == 3
+    assert report["saving_cpu_hours"] == pytest.approx(1.0 * 10 / 3600)
+    assert row["same"] == {"test_errors": True, "nnz": True, "n_iter": False, "objective": True}
+    assert report["strata_unmeasured"] == []

@@ -502,10 +502,14 @@ def _snakemake_cmd(workdir, cfg, results, mirror, *args):
 
 
 def _records(results):
+    """``{(file, alpha): record without its clocks}`` of E1's training records (a grid job's file
+    holds several: alphas_in_one_job)."""
     out = {}
     for p in sorted(results.glob("leukemia/runs/**/*.json")):
-        rec = json.loads(p.read_text())
-        out[p.relative_to(results).as_posix()] = {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+        held = json.loads(p.read_text())
+        for rec in held if isinstance(held, list) else [held]:
+            key = (p.relative_to(results).as_posix(), rec["alpha"])
+            out[key] = {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
     return out
 
 

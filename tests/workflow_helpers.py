@@ -104,27 +104,31 @@ SIDE_BY_SIDE = ("hinge-reg", "hinge-con", "hinge-lin", "square", "logit")
 
 
 def expected_grid_jobs(cfg):
-    """``{experiment: {(method, penalty, samples per class, subset): number of alphas}}``: the
-    grid jobs of the grids with ``side_by_side`` (their own key, else their experiment's;
-    computed from the config, independently of the workflow): a method of
-    :data:`SIDE_BY_SIDE` with the paper's solver and the relative-change rule, two alphas or
-    more whose records no other experiment reads (with ``share_runs``, the jobs another
-    experiment has with the same fields)."""
+    """``{experiment: {(method, solver, penalty, samples per class, subset): number of alphas}}``:
+    the grid jobs (computed from the config, independently of the workflow). A grid with
+    ``side_by_side`` (its own key, else its experiment's) fits side by side its jobs of a
+    method of :data:`SIDE_BY_SIDE` with the paper's solver and the relative-change rule whose
+    records no other experiment reads (with ``share_runs``, the jobs another experiment has
+    with the same fields); a grid with ``alphas_in_one_job`` (likewise) puts in one job
+    per subset the other jobs whose records its experiment makes (no earlier experiment has
+    them); a job of one alpha stays a job of its own."""
     share = cfg.get("share_runs", True)
     jobs = {exp_id: set(_experiment_jobs(exp)) for exp_id, exp in cfg["experiments"].items()}
-    out = {}
+    out, earlier = {}, set()
     for exp_id, exp in cfg["experiments"].items():
         others = set().union(*(j for e, j in jobs.items() if e != exp_id)) if share else set()
         counts = {}
         for grid in exp["grids"]:
-            if not grid.get("side_by_side", exp.get("side_by_side", False)):
-                continue
+            beside = grid.get("side_by_side", exp.get("side_by_side", False))
+            together = grid.get("alphas_in_one_job", exp.get("alphas_in_one_job", False))
             for job in set(_experiment_jobs({**exp, "grids": [grid]})):
                 _, method, solver, stopping = job[:4]
-                if method in SIDE_BY_SIDE and solver == "paper" and stopping == "rel_change" \
-                        and job not in others:
-                    key = (method, job[8], job[10], job[11])
+                fits_beside = (beside and method in SIDE_BY_SIDE and solver == "paper"
+                               and stopping == "rel_change" and job not in others)
+                if fits_beside or (together and not (share and job in earlier)):
+                    key = (method, solver, job[8], job[10], job[11])
                     counts[key] = counts.get(key, 0) + 1
+        earlier |= jobs[exp_id]
         out[exp_id] = {k: n for k, n in counts.items() if n > 1}
     return out
 
@@ -161,3 +165,18 @@ def train_wildcards(output):
 
 
 # --------------------------------------------------------------------------- config checks
+
+
+def read_records(paths, rows=None):
+    """The training records in ``paths`` (a file of its own holds one, a grid job's an array of
+    them), each once; ``rows``: only those whose ``(path, alpha)`` is in it (a tidy table's
+    ``result_path`` and ``alpha``: a grid job's file may hold alphas another experiment reads)."""
+    import json
+
+    out = []
+    for path in dict.fromkeys(str(p) for p in paths):
+        held = json.loads(Path(path).read_text())
+        for rec in held if isinstance(held, list) else [held]:
+            if rows is None or (path, rec["alpha"]) in rows:
+                out.append(rec)
+    return out

@@ -692,6 +692,40 @@ def test_run_grid_job_is_run_job_at_each_alpha(tiny_features, tmp_path, method, 
     assert len(df) == 3 and sorted(df["alpha"]) == alphas and set(df["result_path"]) == {str(path)}
 
 
+@pytest.mark.parametrize("method, penalty, groups, solver, L", [
+    ("ova", "l1", None, "paper", 9), ("hinge-reg", "l1inf", 4, "accelerated", 9),
+    ("liblinear-cs", "l2", None, "paper", 9), ("square", "l12", 2, "paper", None),
+])
+def test_run_grid_job_in_turn_is_run_job_at_each_alpha(tiny_features, method, penalty, groups, solver, L):
+    """Alphas one after another (side_by_side=False): each record is run_job's at that alpha,
+    field by field but the clocks, for any method and solver (here three that the side-by-side
+    fits refuse) and for the whole training split (L = None)."""
+    d = tiny_features[0]
+    subset = None if L is None else np.array([0, 1, 2, 6, 7, 8, 12, 13, 14])
+    alphas = [0.05, 0.5, 5.0]
+    stopping = "gap" if solver == "accelerated" else "rel_change"
+    meta = dict(dataset="blobs", experiment="T", subset=2, **({} if L is None else {"L": L}))
+    recs = runner.run_grid_job(d, subset, method, penalty, groups, alphas, 1e-4, 400, solver=solver,
+                               stopping=stopping, side_by_side=False, **meta)
+    clocks = {"fit_time_s", "fit_wall_time_s", "fit_cpu_time_s"}
+    assert [r["alpha"] for r in recs] == alphas
+    for alpha, rec in zip(alphas, recs):
+        one, _ = runner.run_job(d, subset, method, penalty, groups, alpha, 1e-4, 400, solver=solver,
+                                stopping=stopping, **meta)
+        assert set(rec) == set(one) and "side_by_side" not in rec
+        assert {k: v for k, v in rec.items() if k not in clocks} == {k: v for k, v in one.items() if k not in clocks}
+        assert 0 <= rec["fit_time_s"] <= rec["fit_wall_time_s"] + 1e-9
+
+
+def test_run_grid_job_in_turn_checks_every_alpha_first(tiny_features, monkeypatch):
+    """A bad alpha anywhere in the grid is refused before the features are read."""
+    d = tiny_features[0]
+    monkeypatch.setattr(runner, "_train_split", lambda *a, **k: pytest.fail("features read"))
+    with pytest.raises(ValueError, match="alpha"):
+        runner.run_grid_job(d, None, "ova", "l1", None, [0.1, 1.0, float("nan")], 1e-4, 10,
+                            side_by_side=False)
+
+
 def test_run_grid_job_refuses_what_it_cannot_fit_side_by_side(tiny_features):
     d = tiny_features[0]
     with pytest.raises(ValueError, match="alphas is empty"):

@@ -34,6 +34,15 @@ def cfg(tmp_path):
     return {**load_config(FULL, TEST), "results": str(tmp_path / "results")}
 
 
+def _apart(cfg):
+    """``cfg`` with every experiment's alphas in jobs of their own but where side by side
+    (``alphas_in_one_job`` off: config.yaml turns it on everywhere)."""
+    cfg = copy.deepcopy(cfg)
+    for exp in cfg["experiments"].values():
+        exp["alphas_in_one_job"] = False
+    return cfg
+
+
 def expected_train_jobs(exp):
     n = 0
     for grid in exp["grids"]:
@@ -65,6 +74,7 @@ def test_alpha_and_size_labels():
 
 
 def test_train_jobs_follow_the_grids(cfg):
+    cfg = _apart(cfg)  # the paths of jobs of their own (test_alphas_in_one_job: the key on)
     p = Plan(cfg)
     for exp_id, exp in cfg["experiments"].items():
         files = p.run_files(exp_id)
@@ -81,6 +91,7 @@ def test_train_jobs_follow_the_grids(cfg):
 
 
 def test_runs_shared_with_an_earlier_experiment(cfg):
+    cfg = _apart(cfg)  # the paths of jobs of their own (test_alphas_in_one_job: the key on)
     # test.yaml's E4 has E2's hinge-reg alphas 0.01 and 1 and hinge-con alpha 0.1 at L = 2K on
     # subset 0, with E2's settings: those three run once, at E2's paths
     p, results = Plan(cfg), cfg["results"]
@@ -109,6 +120,7 @@ def test_runs_shared_with_an_earlier_experiment(cfg):
 
 
 def test_alphas_side_by_side_where_no_other_experiment_reads_the_records(cfg):
+    cfg = _apart(cfg)  # the paths of jobs of their own (test_alphas_in_one_job: the key on)
     # test.yaml's E2 (side_by_side): hinge-reg has two alphas at L = 2K and 3K on subsets 0
     # and 1; E4 reads the two at 2K on subset 0 (shared runs, which E4 times): those stay
     # jobs of their own, the three other (L, subset) pairs are grid jobs. The other E2 grids
@@ -149,6 +161,7 @@ def test_alphas_side_by_side_where_no_other_experiment_reads_the_records(cfg):
 
 
 def test_side_by_side_per_grid_overrides_the_experiment(cfg):
+    cfg = _apart(cfg)  # the paths of jobs of their own (test_alphas_in_one_job: the key on)
     # a grid's own side_by_side wins over its experiment's, both ways
     edited = copy.deepcopy(cfg)
     _grid(edited, "e2", 0)["side_by_side"] = False  # hinge-reg: E2's only grid with two alphas
@@ -177,6 +190,57 @@ def test_side_by_side_per_grid_overrides_the_experiment(cfg):
         jsonschema.validate(edited, schema)
 
 
+def test_alphas_in_one_job(cfg):
+    # config.yaml's alphas_in_one_job (merged under test.yaml): the records an experiment makes,
+    # two alphas or more of one method, penalty, L and subset, in one job, one fit after another,
+    # where they are not side by side; any method and solver, the whole split (E1) included
+    p, results = Plan(cfg), cfg["results"]
+    assert all(exp["alphas_in_one_job"] is True for exp in cfg["experiments"].values())
+    apart = Plan(_apart(cfg))
+    side = {tuple(g.values()) for g in apart.grid_jobs()}
+    assert side and all(p.grid_job_side_by_side(**g) for g in apart.grid_jobs())
+    turn = [g for g in p.grid_jobs() if tuple(g.values()) not in side]
+    assert not any(p.grid_job_side_by_side(**g) for g in turn)
+    assert {tuple(g.values()) for g in p.grid_jobs()} == side | {tuple(g.values()) for g in turn}
+    # E2's hinge-reg at 2K on subset 0, which E4 reads (and times): in turn, at E2's path, and
+    # E4 reads that file; E4's own accelerated hinge-con and E1's curves likewise in one job
+    shared = f"{results}/mnist/runs/e2/hinge-reg/l1inf/grid/L~2K/subset~0.json"
+    assert ("mnist", "e2", "hinge-reg", "l1inf", "2K", 0) in {tuple(g.values()) for g in turn}
+    assert p.grid_alphas("mnist", "e2", "hinge-reg", "l1inf", "2K", "0") == ["0.01", "1.0"]
+    assert shared in p.run_files("e4") and shared in p.run_files("e2")
+    assert not any("/runs/e2/hinge-reg/l1inf/alpha~" in f for f in p.run_files("e4"))
+    assert p.run_files("e4", method="hinge-con+accelerated") == [
+        f"{results}/mnist/runs/e4/hinge-con+accelerated/l1inf/grid/L~2K/subset~0.json"]
+    e1 = p.grid_jobs("e1")  # test.yaml's E1: the l1 grids have two alphas, the others one
+    assert {g["L"] for g in e1} == {"all"} and len(e1) == sum(
+        len(g["alphas"]) > 1 for g in cfg["experiments"]["e1"]["grids"]) == 5
+    assert p.grid_alphas("leukemia", "e1", "hinge-reg", "l1", "all", "0") == ["0.1", "10.0"]
+    # every record of an experiment once: in a file of its own or in one grid job's
+    for exp_id, exp in cfg["experiments"].items():
+        files = p.run_files(exp_id)
+        own = [f for f in files if f"/runs/{exp_id}/" in f]
+        held = {tuple(g.values()): len(p.grid_alphas(**g)) for g in p.grid_jobs(exp_id)}
+        n_own = sum(held[tuple(g.values())] for g in p.grid_jobs(exp_id)) + sum(
+            "/grid/" not in f for f in own)
+        assert len(files) == len(set(files)) and len(own) == len(set(own)), exp_id
+        assert n_own == expected_train_jobs(exp) - sum(p.shared_runs(exp_id).values()), exp_id
+    # a grid's own key wins over its experiment's, both ways
+    edited = copy.deepcopy(cfg)
+    _grid(edited, "e1", 5)["alphas_in_one_job"] = False
+    assert len(Plan(edited).grid_jobs("e1")) == len(e1) - 1
+    edited = _apart(cfg)
+    _grid(edited, "e1", 5)["alphas_in_one_job"] = True
+    assert Plan(edited).grid_jobs("e1") == [g for g in e1 if g["method"] == "hinge-reg"
+                                            and g["penalty"] == "l1"]
+    # the schema takes the key on an experiment and on a grid, a boolean only
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = yaml.safe_load(SCHEMA.read_text())
+    jsonschema.validate(edited, schema)
+    edited["experiments"]["e3"]["alphas_in_one_job"] = 1
+    with pytest.raises(jsonschema.ValidationError, match="1 is not of type 'boolean'"):
+        jsonschema.validate(edited, schema)
+
+
 def test_trace_and_cv_jobs(cfg):
     p = Plan(cfg)
     e4 = cfg["experiments"]["e4"]
@@ -184,7 +248,7 @@ def test_trace_and_cv_jobs(cfg):
     assert len(traces) == len(e4["trace"]["methods"]) * len(e4["samples_per_class"]) * e4["trace"]["n_subsets"]
     assert f"{cfg['results']}/mnist/traces/e4/hinge-reg+accelerated/l1inf/L~2K/subset~0.json" in traces
     assert p.trace_files("e2") == []
-    assert len(p.cv_files("e1")) == 2 * len(p.run_files("e1"))
+    assert len(p.cv_files("e1")) == 2 * len(p.train_jobs("e1"))
     # one CV job per training job, fold and alpha (a grid job's alphas too)
     assert len(p.cv_files("e2")) == 2 * len(p.train_jobs("e2")) and p.cv_folds("e2") == 2
     assert p.cv_files("e3") == [] and p.cv_folds("e3") == 0

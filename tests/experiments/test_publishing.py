@@ -18,6 +18,7 @@ import tomllib
 import yaml
 
 import sparsesvm
+from sparsesvm.experiments.plan import Plan
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
@@ -31,6 +32,7 @@ from workflow_helpers import (  # noqa: E402
     expected_train_jobs,
     job_stats,
     load_config,
+    read_records,
     smk,
     train_wildcards,
 )
@@ -67,13 +69,17 @@ def test_record_dag_counts_training_jobs(tmp_path):
     got = {}
     for job in train_wildcards(out):
         got[job["experiment"]] = got.get(job["experiment"], 0) + 1
-    # E4's runs that E2 has are E2's jobs; E4 reads all of E2's three subsets, so E2 has no
-    # grid jobs here, and E5's l1inf grids (side_by_side) are one grid job per method and subset
+    # E4's runs that E2 has are E2's jobs; E4 reads all of E2's three subsets, so E2 fits none
+    # side by side here; E5's l1inf grids (side_by_side) are one grid job per method and subset,
+    # and every other record is in a grid job of alphas one after another (alphas_in_one_job)
     grids = expected_grid_jobs(cfg)
-    assert got == {e: n - sum(grids[e].values()) for e, n in expected_run_jobs(cfg).items()}
-    assert grids["e2"] == {} and len(grids["e5"]) == 4
+    assert got == {} and all(n == sum(grids[e].values()) for e, n in expected_run_jobs(cfg).items())
+    assert {e: len(g) for e, g in grids.items()} == {"e1": 20, "e2": 45, "e3": 24, "e4": 27, "e5": 40}
+    plan = Plan(cfg)
+    assert sorted((g["method"], g["subset"]) for g in plan.grid_jobs() if plan.grid_job_side_by_side(**g)) == [
+        ("hinge-con", 0), ("hinge-con", 1), ("hinge-reg", 0), ("hinge-reg", 1)]
     stats = job_stats(out)
-    assert stats["train_grid"] == 4
+    assert stats["train_grid"] == 156 and "train" not in stats
     assert stats["paper_comparison"] == 1 and stats["aggregate"] == 5
     assert f"{cfg['results']}/tables/paper_comparison.md" in out
 
@@ -332,7 +338,7 @@ def test_cv_alpha_on_fixture_config(comparison_run):
     folds = cfg["experiments"]["e1"]["cv"]["folds"]
     recs = [json.loads(p.read_text()) for p in sorted(results.glob("leukemia/cv/e1/**/*.json"))]
     assert len(recs) == expected_train_jobs(cfg)["e1"] * folds
-    runs = [json.loads(p.read_text()) for p in sorted(results.glob("leukemia/runs/e1/**/*.json"))]
+    runs = read_records(sorted(results.glob("leukemia/runs/e1/**/*.json")))
     n_train = runs[0]["L"]
     table = pd.read_csv(results / "leukemia" / "tables" / "e1_cv_alpha.csv")
     csv = pd.read_csv(results / "tables" / "paper_comparison.csv", keep_default_na=False)

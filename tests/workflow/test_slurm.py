@@ -142,7 +142,7 @@ def _overlay(cfg):
     e2 = cfg["experiments"]["e2"]
     # every grid of config/test.yaml's E2 at its smallest training size, on enough
     # subsets for at least 10 fits; without test.yaml's cross-validation and grid jobs
-    # (side_by_side: the target is the training fits, one job each, grouped)
+    # (side_by_side, alphas_in_one_job: the target is the training fits, one job each, grouped)
     grids = [{k: v for k, v in grid.items() if k != "samples_per_class"} for grid in e2["grids"]]
     per_subset = sum(len(g["alphas"]) for g in grids)
     n_subsets = max(2, math.ceil(10 / per_subset))
@@ -151,7 +151,7 @@ def _overlay(cfg):
         "datasets": [e2["dataset"]],
         "experiments": {
             "e2": {"samples_per_class": e2["samples_per_class"][:1], "n_subsets": n_subsets, "grids": grids,
-                   "cv": None, "side_by_side": False}
+                   "cv": None, "side_by_side": False, "alphas_in_one_job": False}
         },
     }
     n_train = sum(len(g["alphas"]) for g in grids) * n_subsets

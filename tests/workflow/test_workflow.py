@@ -38,9 +38,12 @@ from workflow_helpers import (
     expected_train_jobs,
     job_stats,
     load_config,
+    read_records,
     smk,
     train_wildcards,
 )
+
+from sparsesvm.experiments.plan import Plan
 
 
 def test_configs_are_merge_safe_and_typed():
@@ -73,18 +76,24 @@ def test_full_dag_counts_training_jobs(tmp_path):
     got = {}
     for job in jobs:
         got[job["experiment"]] = got.get(job["experiment"], 0) + 1
-    # each experiment runs its jobs but those an earlier one has (E4: E2's 1290 of its 1980),
-    # E2 those that E4 does not read as grid jobs (side_by_side: 180, one per method x L x
-    # subset 10-24, each for the grid's alphas), E5 its l1inf grids (20: two methods x 10 subsets
-    # at L = 500K; its l2 grids, which Figure 4 times, stay single jobs)
+    # each experiment runs its jobs but those an earlier one has (E4: E2's 1290 of its 1980);
+    # E2 those that E4 does not read as grid jobs side by side (180, one per method x L x subset
+    # 10-24, each for the grid's alphas), E5 its l1inf grids (20: two methods x 10 subsets at
+    # L = 500K; its l2 grids, which Figure 4 times, are not); every other record in a grid job
+    # of alphas one after another (alphas_in_one_job, every experiment): no single job left
     grids = expected_grid_jobs(cfg)
-    assert got == {e: n - sum(grids[e].values()) for e, n in expected_run_jobs(cfg).items()}
-    assert expected_train_jobs(cfg)["e4"] - got["e4"] == 1290
-    assert len(grids["e2"]) == 180 and {k[3] for k in grids["e2"]} == set(range(10, 25))
-    assert len(grids["e5"]) == 20 and {k[:3] for k in grids["e5"]} == {
-        ("hinge-reg", "l1inf", 500), ("hinge-con", "l1inf", 500)}
+    assert {e: n - sum(grids[e].values()) for e, n in expected_run_jobs(cfg).items()} == {
+        e: got.get(e, 0) for e in cfg["experiments"]} == {e: 0 for e in cfg["experiments"]}
+    assert expected_train_jobs(cfg)["e4"] - expected_run_jobs(cfg)["e4"] == 1290
+    assert {e: len(g) for e, g in grids.items()} == {"e1": 20, "e2": 375, "e3": 120, "e4": 90, "e5": 200}
+    plan = Plan({**cfg, "results": str(tmp_path / "results")})
+    beside = [g for g in plan.grid_jobs() if plan.grid_job_side_by_side(**g)]
+    assert len(beside) == 200 and {(g["experiment"], g["method"], g["penalty"]) for g in beside} == {
+        (e, m, "l1inf") for e in ("e2", "e5") for m in ("hinge-reg", "hinge-con")} | {
+        ("e2", m, "l1inf") for m in ("square", "logit")}
+    assert {g["subset"] for g in beside if g["experiment"] == "e2"} == set(range(10, 25))
     stats = job_stats(out)
-    assert stats["train"] == len(jobs) and stats["train_grid"] == 200
+    assert stats.get("train", 0) == len(jobs) == 0 and stats["train_grid"] == 805
     assert stats["download"] == 8
     assert stats["features"] == 3
     assert stats["aggregate"] == 5
@@ -104,10 +113,9 @@ def test_full_dag_counts_training_jobs(tmp_path):
                 sizes[key] = max(sizes.get(key, 0), exp["n_subsets"])
     assert stats["subset"] == sum(sizes.values())
     # E4 uses the first 10 of E2's 25 subsets: the very same files, and E2's runs where the
-    # settings are the same (hinge-reg); hinge-lin is E4's own
-    alpha = repr(float(e4["grids"][0]["alphas"][0]))
+    # settings are the same (hinge-reg, in E2's grid jobs of alphas in turn); hinge-lin is E4's own
     assert "mnist/subsets/L~3K/subset~9.npy" in out and "L~3K/subset~10.npy" in out
-    assert re.search(rf"runs/e2/hinge-reg/l1inf/alpha~{re.escape(alpha)}/L~3K/subset~9\.json", out)
+    assert re.search(r"runs/e2/hinge-reg/l1inf/grid/L~3K/subset~9\.json", out)
     assert not re.search(r"runs/e4/hinge-reg/", out) and re.search(r"runs/e4/hinge-lin/", out)
 
 
@@ -115,12 +123,13 @@ def test_dataset_selection_and_targets(tmp_path):
     """--config datasets=[...] selects what `all` builds; target rules build one product."""
     _, out = smk(tmp_path, "-n", "--quiet", "rules", configfiles=[FULL], config={"datasets": "[leukemia]"})
     stats = job_stats(out)
-    assert stats["train"] == expected_train_jobs(load_config(FULL))["e1"]
+    grids = expected_grid_jobs(load_config(FULL))  # every record in a grid job (alphas_in_one_job)
+    assert stats["train_grid"] == len(grids["e1"]) and "train" not in stats
     assert "figure1" not in stats and stats["table1"] == 1
     _, out = smk(tmp_path, "-n", "--quiet", "rules", targets=["figure2"], configfiles=[FULL])
     stats = job_stats(out)
-    assert stats["train"] == expected_train_jobs(load_config(FULL))["e3"]
-    assert set(stats) == {"download", "labels", "subset", "features", "train", "aggregate", "figure2"}
+    assert stats["train_grid"] == len(grids["e3"])
+    assert set(stats) == {"download", "labels", "subset", "features", "train_grid", "aggregate", "figure2"}
 
 
 def test_lint_is_clean(tmp_path):
@@ -321,8 +330,9 @@ def test_tiny_run_figures_and_traces(tiny_run):
     e4 = cfg["experiments"]["e4"]
     traces = sorted(results.glob("mnist/traces/e4/**/*.json"))
     assert len(traces) == len(e4["trace"]["methods"]) * len(e4["samples_per_class"]) * e4["trace"]["n_subsets"]
-    runs = [json.loads(Path(p).read_text())  # E4's records, E2's shared ones included
-            for p in pd.read_csv(results / "mnist" / "tables" / "e4_runs.csv")["result_path"]]
+    e4_runs = pd.read_csv(results / "mnist" / "tables" / "e4_runs.csv")
+    runs = read_records(e4_runs["result_path"],  # E4's records, E2's shared ones included
+                        set(zip(e4_runs["result_path"], e4_runs["alpha"], strict=True)))
     assert sum(r["experiment"] == "e2" for r in runs) == 3
     for path in traces:
         rec = json.loads(path.read_text())
@@ -426,13 +436,15 @@ def test_tiny_run_second_run_and_partial_rerun(tiny_run):
     assert job_stats(out) == {"train": 2, "aggregate": 2, "aggregate_cv": 1, "trace": 1, "figure1": 1,
                               "figure3": 1, "paper_comparison": 1, "all": 1}
 
-    # one record that E4 shares with E2 (hinge-reg, alpha 1, L = 2K, subset 0): that one job,
-    # and the hinge-reg trace of E4 at that L besides
-    shared = results / "mnist" / "runs" / "e2" / "hinge-reg" / "l1inf" / "alpha~1.0" / "L~2K" / "subset~0.json"
+    # the records that E4 shares with E2 (hinge-reg, alphas 0.01 and 1, L = 2K, subset 0: one
+    # grid job of alphas in turn, alphas_in_one_job): that one job, and the hinge-reg trace of
+    # E4 at that L besides
+    shared = results / "mnist" / "runs" / "e2" / "hinge-reg" / "l1inf" / "grid" / "L~2K" / "subset~0.json"
+    assert [r["alpha"] for r in read_records([shared])] == [0.01, 1.0]
     shared.unlink()
     _, out = smk(root, "-n", "--quiet", "rules", configfiles=[TEST], config=conf)
-    assert job_stats(out) == {"train": 3, "aggregate": 2, "aggregate_cv": 1, "trace": 2, "figure1": 1,
-                              "figure3": 1, "paper_comparison": 1, "all": 1}, out[-3000:]
+    assert job_stats(out) == {"train": 2, "train_grid": 1, "aggregate": 2, "aggregate_cv": 1, "trace": 2,
+                              "figure1": 1, "figure3": 1, "paper_comparison": 1, "all": 1}, out[-3000:]
 
     # rerun for real; the other records are untouched
     others = {p: p.stat().st_mtime_ns for p in results.glob("*/runs/**/*.json")}

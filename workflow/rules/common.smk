@@ -69,6 +69,11 @@ def grid_alphas(wildcards):
                             wildcards.L, wildcards.subset)
 
 
+def grid_side_by_side(wildcards):
+    return PLAN.grid_job_side_by_side(wildcards.dataset, wildcards.experiment, wildcards.method,
+                                      wildcards.penalty, wildcards.L, wildcards.subset)
+
+
 def trace_input(wildcards):
     """The trace job's training data and every run of its method, penalty and L
     (from which it takes the best alpha)."""

@@ -1,5 +1,5 @@
 # Training: one job per dataset x experiment x method x penalty x alpha x L x subset (or,
-# with side_by_side, one per grid: rule train_grid).
+# with side_by_side or alphas_in_one_job, one per grid, L and subset: rule train_grid).
 # Each job fits on one training subset, evaluates on the whole test split and writes
 # one JSON record (spec section 5). threads: 1 and BLAS pinned to one thread, so that
 # the fit times of concurrent jobs are comparable. A job that an earlier experiment has
@@ -38,10 +38,12 @@ rule train:
 
 
 rule train_grid:
-    # A grid with side_by_side, its own or its experiment's (E2 and E5's l1inf grids in the
-    # full config): the alphas of one method, penalty, L and subset fitted side by side in
-    # one job, sharing each iteration's products with the features (PLAN.grid_jobs: only
-    # records that no other experiment reads, so E4's timed runs stay jobs of their own).
+    # The alphas of one method, penalty, L and subset in one job (PLAN.grid_jobs). A grid with
+    # side_by_side, its own or its experiment's (E2 and E5's l1inf grids in the full config):
+    # fitted side by side, sharing each iteration's products with the features (only records
+    # that no other experiment reads, so E4's timed runs are not). A grid with
+    # alphas_in_one_job (every experiment of the full config): the other records its
+    # experiment makes, fitted one after another, each with its own clocks, in one process.
     # One JSON array of records.
     input:
         unpack(train_input),
@@ -50,6 +52,7 @@ rule train_grid:
     params:
         settings=train_settings,
         alphas=grid_alphas,
+        side_by_side=grid_side_by_side,
         code=TRAIN_CODE,
     log:
         f"{LOGS}/{{dataset}}/runs/{{experiment}}/{{method}}/{{penalty}}/grid/L~{{L}}/subset~{{subset}}.log",
@@ -60,7 +63,7 @@ rule train_grid:
     wildcard_constraints:
         dataset="|".join(DATASETS),
         experiment="e[1-5]",
-        L=r"\d+K",
+        L=r"all|\d+K",
         subset=r"\d+",
     threads: 1
     resources:

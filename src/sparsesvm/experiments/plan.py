@@ -109,6 +109,13 @@ def grid_side_by_side(exp, grid):
     return grid.get("side_by_side", exp.get("side_by_side", False))
 
 
+def grid_in_one_job(exp, grid):
+    """Whether a grid asks for its alphas in one job per subset, one fit after another: the
+    grid's own ``alphas_in_one_job``, else the experiment's (default false). :meth:`Plan.grid_jobs`
+    says where."""
+    return grid.get("alphas_in_one_job", exp.get("alphas_in_one_job", False))
+
+
 def _grid_label(exp, grid):
     return method_label(grid["method"], grid_solver(exp, grid)[0], path=True)
 
@@ -365,8 +372,8 @@ class Plan:
         ``{experiment}``, ``{method}`` (:func:`method_label` with ``path=True``),
         ``{penalty}``, ``{alpha}``, ``{L}``, ``{subset}`` (and ``{fold}``) fields.
     grid_pattern : str
-        Path of the records of a grid's alphas fitted side by side in one job
-        (:meth:`grid_jobs`; a JSON array of records): the fields of ``run_pattern``
+        Path of the records of a grid's alphas fitted in one job, side by side or one after
+        another (:meth:`grid_jobs`; a JSON array of records): the fields of ``run_pattern``
         but ``{alpha}``.
     accuracy_pattern : str
         Path of an equal-accuracy record (Figure 4's second row), with ``{dataset}``,
@@ -456,7 +463,7 @@ class Plan:
     def run_files(self, exp_id, **only):
         """Records of an experiment's training jobs (optionally only those whose fields match `only`),
         each at the path of the experiment that makes it (:meth:`run_owner`); a job fitted
-        side by side with its grid's other alphas (:meth:`grid_jobs`) by the file of that
+        with its grid's other alphas in one job (:meth:`grid_jobs`) by the file of that
         grid job (once), which holds the records of all of them."""
         grids = self._grid_groups()
         files = []
@@ -470,9 +477,9 @@ class Plan:
         return list(dict.fromkeys(files))
 
     def _grid_groups(self):
-        """``{"of": {job id: group}, "alphas": {group: [alpha labels]}}`` for the training jobs
-        fitted side by side (:meth:`grid_jobs`); a group is ``(dataset, experiment, method,
-        penalty, L, subset)``. Built once."""
+        """``{"of": {job id: group}, "alphas": {group: [alpha labels]}, "side_by_side": {group:
+        bool}}`` for the training jobs fitted in one job per group (:meth:`grid_jobs`); a group
+        is ``(dataset, experiment, method, penalty, L, subset)``. Built once."""
         if self._grids is None:
             from ..solvers.side_by_side import runs_side_by_side
 
@@ -481,45 +488,63 @@ class Plan:
                 for job in self.train_jobs(exp_id):
                     made = _job_id({**job, "experiment": self.run_owner(job)})
                     readers.setdefault(made, set()).add(exp_id)
-            alphas = {}
+            alphas, side = {}, {}
             for exp_id, exp in self.config["experiments"].items():
-                if not any(grid_side_by_side(exp, g) for g in exp["grids"]):
+                if not any(grid_side_by_side(exp, g) or grid_in_one_job(exp, g) for g in exp["grids"]):
                     continue
-                fits = {}  # per curve: whether it asks for and its settings allow side by side
+                asks = {}  # per curve: (side by side asked and allowed, alphas in one job asked)
                 for job in self.train_jobs(exp_id):
                     curve = (job["method"], job["penalty"])
-                    if curve not in fits:
+                    if curve not in asks:
                         grid = _curve_grid(exp, *curve)
-                        fits[curve] = (grid_side_by_side(exp, grid)
-                                       and runs_side_by_side(grid["method"], *grid_solver(exp, grid)))
-                    if not fits[curve] or readers[_job_id(job)] != {exp_id}:
-                        continue  # not asked, another solver or rule, or a record that another experiment reads
+                        asks[curve] = (grid_side_by_side(exp, grid)
+                                       and runs_side_by_side(grid["method"], *grid_solver(exp, grid)),
+                                       grid_in_one_job(exp, grid))
+                    beside, together = asks[curve]
+                    # side by side: only records that no other experiment reads (it may time
+                    # them); in one job, fits in turn: the records that this experiment makes
+                    beside = beside and readers[_job_id(job)] == {exp_id}
+                    if not (beside or (together and self.run_owner(job) == exp_id)):
+                        continue
                     group = tuple(job[k] for k in _GRID_FIELDS)
                     alphas.setdefault(group, []).append(job["alpha"])
+                    side[group] = side.get(group, True) and beside
             alphas = {g: a for g, a in alphas.items() if len(a) > 1}  # one alpha: its own job
             of = {_job_id({**dict(zip(_GRID_FIELDS, g)), "alpha": a}): g
                   for g, labels in alphas.items() for a in labels}
-            self._grids = {"of": of, "alphas": alphas}
+            self._grids = {"of": of, "alphas": alphas, "side_by_side": {g: side[g] for g in alphas}}
         return self._grids
 
     def grid_jobs(self, exp_id=None):
-        """The training jobs that fit a grid's alphas side by side (one dict of the fields of
-        :attr:`grid_pattern` each; all experiments' when ``exp_id`` is None).
+        """The training jobs that fit several alphas of a grid in one job (one dict of the
+        fields of :attr:`grid_pattern` each; all experiments' when ``exp_id`` is None): one
+        job per method, penalty, L and subset, writing the records of its alphas.
 
         A grid with ``side_by_side: true`` (its own key, else its experiment's) has its alphas
-        fitted in one job per method, penalty, L and subset, wherever the records are its own and no other
-        experiment reads them (a record shared with another experiment, :meth:`run_owner`,
-        stays a job of its own: that experiment may time it, as E4 does E2's first ten
-        subsets; an experiment that times its own records leaves the key off those grids, as E5
-        does for its l2 grids, which Figure 4 times), the method is one of
+        fitted side by side, sharing each iteration's products with the features, wherever
+        the records are its own and no other experiment reads them (a record shared with
+        another experiment, :meth:`run_owner`, may be timed there, as E4 does E2's first ten
+        subsets; an experiment that times its own records leaves the key off those grids, as
+        E5 does for its l2 grids, which Figure 4 times), the method is one of
         :data:`sparsesvm.solvers.side_by_side.SIDE_BY_SIDE_METHODS` with the paper's solver
         and the relative-change rule, and at least two alphas qualify.
+
+        A grid with ``alphas_in_one_job: true`` (its own key, else its experiment's) has the
+        other records that its experiment makes (:meth:`run_owner`) fitted in one job per
+        subset too, one after another, each as a job of its own would fit it (its own
+        clocks: timed records may be among them); any method and solver.
+        :meth:`grid_job_side_by_side` says which of the two a grid job does.
         """
         return [dict(zip(_GRID_FIELDS, g)) for g in self._grid_groups()["alphas"]
                 if exp_id is None or g[1] == exp_id]
 
+    def grid_job_side_by_side(self, dataset, experiment, method, penalty, L, subset):
+        """Whether one grid job (:meth:`grid_jobs`) fits its alphas side by side (else one
+        after another)."""
+        return self._grid_groups()["side_by_side"][(dataset, experiment, method, penalty, L, int(subset))]
+
     def grid_alphas(self, dataset, experiment, method, penalty, L, subset):
-        """The alphas (path labels, in the grid's order) that one grid job fits side by side."""
+        """The alphas (path labels, in the grid's order) that one grid job fits."""
         return list(self._grid_groups()["alphas"][(dataset, experiment, method, penalty, L, int(subset))])
 
     def grid_files(self, exp_id=None):

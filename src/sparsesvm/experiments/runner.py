@@ -276,12 +276,25 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
     """
     groups, params, idx, trace = _check_job(method, penalty, groups, alpha, tol, max_iter, solver, stopping,
                                             trace, subset_indices, meta, precision)
-    X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
+    # the training rows are held by the callee alone, which lets them go before the test split is read
+    return _fit_and_evaluate(params, _train_split(features_dir, idx, meta.get("L")),
+                             lambda: _test_split(features_dir), groups, reference_coef, meta, trace,
+                             method=method, penalty=penalty, alpha=alpha, tol=tol, max_iter=max_iter)
+
+
+def _fit_and_evaluate(params, train, test, groups, reference_coef, meta, trace, *, method, penalty, alpha,
+                      tol, max_iter):
+    """The part of :func:`run_job` after its checks: fit on ``train`` ((X, y)), count the errors on
+    ``test`` ((X, y), or a callable returning it, called once the training rows are let go
+    when ``train`` is the only reference to them), make the record. Returns
+    ``(record, coef_full)``."""
+    X_train, y_train = train
+    del train
     n_train = int(np.shape(y_train)[0])
     model, clocks = _fit(params, X_train, y_train, groups, reference_coef)
     errors = {"n_train": n_train, "train_errors": _errors(model, X_train, y_train)}
     del X_train
-    X_test, y_test = _test_split(features_dir)
+    X_test, y_test = test() if callable(test) else test
     errors.update(n_test=int(y_test.shape[0]), test_errors=_errors(model, X_test, y_test))
     coef = np.asarray(model.coef, dtype=np.float64)
     coef_full = np.hstack([coef, np.asarray(model.intercept, dtype=np.float64).reshape(-1)[:, None]])
@@ -296,23 +309,33 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
 
 
 def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, tol, max_iter,
-                 solver="paper", stopping="rel_change", precision="double", **meta):
-    """:func:`run_job` at each of ``alphas`` on one training subset, the fits side by side.
+                 solver="paper", stopping="rel_change", precision="double", side_by_side=True, **meta):
+    """:func:`run_job` at each of ``alphas`` on one training subset, in one process.
 
-    The fits share each iteration's products with the features
+    ``side_by_side=True``: the fits share each iteration's products with the features
     (:func:`sparsesvm.core.fit_alphas`); each record is :func:`run_job`'s at that alpha up
     to the rounding of those products, with two differences: ``fit_time_s`` is the time
     the side-by-side loop had run when that fit stopped, ``fit_wall_time_s`` and
     ``fit_cpu_time_s`` those of the whole batch (time shared by the fits), and the record
-    says so (``side_by_side``: the number of fits in the batch). The features are read
-    once.
+    says so (``side_by_side``: the number of fits in the batch).
+
+    ``side_by_side=False``: the fits run one after another, each exactly as
+    :func:`run_job` runs it (its own checks, fit, clocks and record; any method, solver
+    and stopping rule), in a process that the fits before it have started: the
+    interpreter, the imports and the compiled kernels are loaded once, not once per alpha,
+    and the clocks of a fit cover what :func:`run_job`'s cover (README, "Alphas in one
+    job").
+
+    Either way the features are read once.
 
     Parameters
     ----------
     alphas : sequence of float > 0
         The grid, at least one alpha.
+    side_by_side : bool
+        The fits side by side (default) or one after another.
     features_dir, subset_indices, method, penalty, groups, tol, max_iter, solver, stopping, precision, **meta
-        As in :func:`run_job` (no trace); ``method`` one of
+        As in :func:`run_job` (no trace). Side by side: ``method`` one of
         :data:`sparsesvm.solvers.side_by_side.SIDE_BY_SIDE_METHODS`, ``solver``
         ``"paper"``, ``stopping`` ``"rel_change"``.
 
@@ -324,8 +347,9 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
     Raises
     ------
     ValueError
-        As :func:`run_job`; for no alphas, or a method, solver or stopping rule that the
-        fits side by side do not take.
+        As :func:`run_job` (every alpha is checked before the features are read); for no
+        alphas, or, side by side, a method, solver or stopping rule that the fits side by
+        side do not take.
     """
     alphas = list(alphas)
     if not alphas:
@@ -334,6 +358,12 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
                           subset_indices, dict(meta), precision) for a in alphas]
     groups, params, idx, _ = checked[0]
     X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
+    if not side_by_side:
+        test = _test_split(features_dir)
+        return [_fit_and_evaluate(p, (X_train, y_train), test, groups, None, dict(meta), False,
+                                  method=method, penalty=penalty, alpha=alpha, tol=tol,
+                                  max_iter=max_iter)[0]
+                for alpha, (_, p, _, _) in zip(alphas, checked)]
     n_train = int(np.shape(y_train)[0])
     t0, c0 = time.perf_counter(), time.process_time()
     models = _core.fit_alphas(params, [p.alpha for _, p, _, _ in checked], X_train, y_train,
