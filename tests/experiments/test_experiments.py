@@ -726,6 +726,57 @@ def test_run_grid_job_in_turn_checks_every_alpha_first(tiny_features, monkeypatc
                             side_by_side=False)
 
 
+def test_run_grid_job_in_turn_resumes_after_an_interruption(tmp_path, monkeypatch):
+    """resume: the records done before an interruption are kept (rewritten after each fit) and
+    taken by the next run of the same job, which fits only the other alphas; a file written
+    for another job (settings, training rows, features or a garbled file) is ignored."""
+    d = save_blob_features(tmp_path / "features", 0)[0]  # its own: the test edits the features
+    subset = np.array([0, 1, 2, 6, 7, 8, 12, 13, 14])
+    alphas = [0.05, 0.5, 5.0]
+    args = (d, subset, "hinge-con", "l1inf", 4, alphas, 1e-4, 400)
+    meta = dict(dataset="blobs", experiment="T", subset=2, L=9, side_by_side=False)
+    clocks = ("fit_time_s", "fit_wall_time_s", "fit_cpu_time_s")
+    fresh = runner.run_grid_job(*args, **meta)
+    real, fits = runner._fit_and_evaluate, []
+
+    def fit(*a, **k):
+        fits.append(k["alpha"])
+        if len(fits) == 3 and k.get("alpha") == alphas[2] and fail:
+            raise KeyboardInterrupt  # the job killed during its third fit
+        return real(*a, **k)
+
+    monkeypatch.setattr(runner, "_fit_and_evaluate", fit)
+    part = tmp_path / "grid.json.partial"
+    fail = True
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_grid_job(*args, resume=part, **meta)
+    kept = json.loads(part.read_text())["records"]
+    assert [r["alpha"] for r in kept] == alphas[:2]
+    fail, fits[:] = False, []
+    recs = runner.run_grid_job(*args, resume=part, **meta)
+    assert fits == [alphas[2]] and recs[:2] == kept  # the first two as they were, clocks included
+    for rec, one in zip(recs, fresh, strict=True):
+        assert {k: v for k, v in rec.items() if k not in clocks} == {k: v for k, v in one.items() if k not in clocks}
+    # the same file for another job: ignored, every alpha fitted (and the file rewritten)
+    for change in (dict(args=(d, subset, "hinge-con", "l1inf", 4, alphas, 1e-3, 400)),
+                   dict(args=(d, subset[:-1], "hinge-con", "l1inf", 4, alphas, 1e-4, 400), L=8),
+                   dict(subset=3)):
+        runner.write_json_atomic(part, {"key": json.loads(part.read_text())["key"], "records": kept})
+        fits[:] = []
+        runner.run_grid_job(*change.pop("args", args), resume=part, **{**meta, **change})
+        assert fits == alphas, change
+    features_meta = tmp_path / "features" / "meta.json"
+    runner.run_grid_job(*args, resume=part, **meta)
+    features_meta.write_text(features_meta.read_text() + " ")  # the features changed
+    fits[:] = []
+    runner.run_grid_job(*args, resume=part, **meta)
+    assert fits == alphas
+    part.write_text('{"key": "cut sho')
+    fits[:] = []
+    assert runner.run_grid_job(*args, resume=part, **meta) == runner.run_grid_job(*args, resume=part, **meta)
+    assert fits == alphas  # the second call took all three from the file
+
+
 def test_run_grid_job_refuses_what_it_cannot_fit_side_by_side(tiny_features):
     d = tiny_features[0]
     with pytest.raises(ValueError, match="alphas is empty"):

@@ -237,6 +237,7 @@ def test_tiny_run_all_rules(tiny_run):
     assert n_runs == sum(expected_files(cfg).values()) < sum(expected_run_jobs(cfg).values())
     n_grids = sum(len(g) for g in expected_grid_jobs(cfg).values())
     assert n_grids > 0 and sum(1 for _ in results.glob("*/runs/**/grid/**/*.json")) == n_grids
+    assert not any(results.glob("*/runs/**/*.partial"))  # the grid jobs in turn removed their progress files
     assert any(results.glob("mnist/traces/e4/**/*.json"))
     for exp_id, exp in cfg["experiments"].items():
         assert (results / exp["dataset"] / "tables" / f"{exp_id}_runs.parquet").is_file()

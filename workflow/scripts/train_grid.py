@@ -1,5 +1,6 @@
 """One grid job: a grid's alphas fitted on one subset, side by side or one after another; one record per alpha."""
 import sys
+from pathlib import Path
 
 import _job  # workflow/scripts/_job.py: Snakemake puts the script's directory on sys.path
 
@@ -10,6 +11,7 @@ import numpy as np
 from sparsesvm.experiments.runner import run_grid_job, write_json_atomic
 
 w = snakemake.wildcards  # noqa: F821
+partial = f"{snakemake.output[0]}.partial"  # noqa: F821
 s = snakemake.params.settings  # noqa: F821
 records = run_grid_job(
     snakemake.input.features,  # noqa: F821
@@ -21,9 +23,12 @@ records = run_grid_job(
     s["tol"],
     s["max_iter"],
     side_by_side=snakemake.params.side_by_side,  # noqa: F821
+    # alphas in turn: the records done so far, for a rerun after an interruption
+    resume=None if snakemake.params.side_by_side else partial,  # noqa: F821
     **_job.fit_options(snakemake),  # noqa: F821
 )
 write_json_atomic(snakemake.output[0], records)  # noqa: F821
+Path(partial).unlink(missing_ok=True)
 for r in records:
     print(f"{w.method} {w.penalty} alpha={r['alpha']!r} L={r['L']} subset={w.subset}: "
           f"{r['test_errors']}/{r['n_test']} test errors, nnz={r['nnz']}, {r['n_iter']} iterations, "

@@ -309,7 +309,8 @@ def _fit_and_evaluate(params, train, test, groups, reference_coef, meta, trace, 
 
 
 def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, tol, max_iter,
-                 solver="paper", stopping="rel_change", precision="double", side_by_side=True, **meta):
+                 solver="paper", stopping="rel_change", precision="double", side_by_side=True,
+                 resume=None, **meta):
     """:func:`run_job` at each of ``alphas`` on one training subset, in one process.
 
     ``side_by_side=True``: the fits share each iteration's products with the features
@@ -334,6 +335,15 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
         The grid, at least one alpha.
     side_by_side : bool
         The fits side by side (default) or one after another.
+    resume : str or path-like, optional
+        One after another only: a file that keeps the records of the fits done so far
+        (rewritten atomically after each fit), so that a job interrupted after some of its
+        alphas (killed, out of time) fits only the others when it runs again. Its records
+        are taken only if the file was written for the same job: the same settings, meta,
+        training rows, features (their files' names, sizes and modification times, and
+        ``meta.json``) and package sources (:func:`sparsesvm.source_hash`); otherwise it is
+        ignored and overwritten. The caller removes it once the records are written
+        (``workflow/scripts/train_grid.py``).
     features_dir, subset_indices, method, penalty, groups, tol, max_iter, solver, stopping, precision, **meta
         As in :func:`run_job` (no trace). Side by side: ``method`` one of
         :data:`sparsesvm.solvers.side_by_side.SIDE_BY_SIDE_METHODS`, ``solver``
@@ -360,10 +370,23 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
     X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
     if not side_by_side:
         test = _test_split(features_dir)
-        return [_fit_and_evaluate(p, (X_train, y_train), test, groups, None, dict(meta), False,
-                                  method=method, penalty=penalty, alpha=alpha, tol=tol,
-                                  max_iter=max_iter)[0]
-                for alpha, (_, p, _, _) in zip(alphas, checked)]
+        key = done = None
+        if resume is not None:
+            key = _job_key(features_dir, idx, dict(method=method, penalty=penalty, groups=groups, tol=tol,
+                                                   max_iter=max_iter, solver=solver, stopping=stopping,
+                                                   precision=precision, meta=meta))
+            done = _read_resume(resume, key)
+        records = []
+        for alpha, (_, p, _, _) in zip(alphas, checked):
+            record = None if done is None else done.get(float(alpha))
+            if record is None:
+                record = _fit_and_evaluate(p, (X_train, y_train), test, groups, None, dict(meta), False,
+                                           method=method, penalty=penalty, alpha=alpha, tol=tol,
+                                           max_iter=max_iter)[0]
+            records.append(record)
+            if resume is not None:
+                _io.write_json(resume, {"key": key, "records": records}, allow_nan=False)
+        return records
     n_train = int(np.shape(y_train)[0])
     t0, c0 = time.perf_counter(), time.process_time()
     models = _core.fit_alphas(params, [p.alpha for _, p, _, _ in checked], X_train, y_train,
@@ -380,6 +403,42 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
                          max_iter=max_iter, solver=params.solver, precision=params.precision)
         records.append(to_jsonable(record))
     return records
+
+
+def _job_key(features_dir, idx, fields):
+    """sha256 hex digest of what a grid job's records depend on: ``fields`` (its settings and
+    meta), the training rows ``idx``, the features (the names, sizes and modification times
+    of the files in ``features_dir``, and its ``meta.json``) and the package's sources."""
+    import hashlib
+
+    import sparsesvm
+
+    h = hashlib.sha256()
+    h.update(json.dumps(to_jsonable(fields), sort_keys=True).encode())
+    h.update(sparsesvm.source_hash().encode())
+    h.update(b"all" if idx is None else np.ascontiguousarray(idx, dtype=np.int64).tobytes())
+    folder = os.fspath(features_dir)
+    for name in sorted(os.listdir(folder)):
+        st = os.stat(os.path.join(folder, name))
+        h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    meta_json = os.path.join(folder, "meta.json")
+    if os.path.exists(meta_json):
+        with open(meta_json, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()
+
+
+def _read_resume(path, key):
+    """``{alpha: record}`` kept in ``path`` for the job of ``key`` (:func:`run_grid_job`'s
+    ``resume``); empty when there is no such file, or it is another job's or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            held = json.load(fh)
+    except (OSError, ValueError):  # none yet; or cut or garbled (not by this code: it writes atomically)
+        return {}
+    if not isinstance(held, dict) or held.get("key") != key or not isinstance(held.get("records"), list):
+        return {}
+    return {float(r["alpha"]): r for r in held["records"] if isinstance(r, dict) and "alpha" in r}
 
 
 def _train_split(features_dir, idx, L=None):
