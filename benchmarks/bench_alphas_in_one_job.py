@@ -65,9 +65,11 @@ def summarize(jobs, rows):
     for j in jobs:
         if in_turn(j):
             by_stratum[e.stratum(j)].append(j)
-    measured = defaultdict(dict)
-    for r in rows:
-        measured[tuple(r["stratum"])][r["kind"]] = measured[tuple(r["stratum"])].get(r["kind"], []) + [r]
+    measured = defaultdict(lambda: defaultdict(list))
+    for r in rows:  # a single job's stratum is its method's; its grid job's, "<method>[in-turn]"
+        kind = "single" if "alpha" in r["wildcards"] else "grid"
+        *head, method = r["stratum"]
+        measured[(*head, method if kind == "grid" else f"{method}[in-turn]")][kind].append(r)
     out, total = [], 0.0
     for key in sorted(by_stratum):
         got = measured.get(key, {})
@@ -80,16 +82,19 @@ def summarize(jobs, rows):
         single_cpu = sum(s["cpu_s"] for s in singles)
         per_alpha = (single_cpu - grid["cpu_s"]) / (k - 1)
         extra = sum(len(j["params"]["alphas"]) - 1 for j in by_stratum[key])
-        same = {name: all(g[name] == s[name] for g, s in zip(
-            grid["records"], sorted(singles, key=lambda s: float(s["wildcards"]["alpha"])), strict=True))
-            for name in KEYS}
+        pairs = list(zip(grid["records"], sorted(singles, key=lambda s: float(s["wildcards"]["alpha"])),
+                         strict=True))
+        same = {name: all(g[name] == s[name] for g, s in pairs) for name in KEYS}
+        objective_diff = max(abs(g["objective"] - s["objective"]) / max(abs(s["objective"]), 1e-300)
+                             for g, s in pairs)
         fit_single = sum(s["fit_time_s"] for s in singles)
         out.append({"stratum": list(key), "alphas": k, "singles_cpu_s": single_cpu,
                     "grid_cpu_s": grid["cpu_s"], "saving_per_extra_alpha_s": per_alpha,
                     "singles_fit_time_s": fit_single,
                     "grid_fit_time_s": sum(r["fit_time_s"] for r in grid["records"]),
                     "grid_jobs": len(by_stratum[key]), "extra_alphas": extra,
-                    "saving_cpu_hours": per_alpha * extra / 3600, "same": same})
+                    "saving_cpu_hours": per_alpha * extra / 3600, "same": same,
+                    "objective_rel_diff": objective_diff})
         total += per_alpha * extra / 3600
     return {"strata": out, "saving_cpu_hours": total,
             "strata_unmeasured": [list(k) for k in sorted(by_stratum) if k not in {tuple(r["stratum"]) for r in out}]}
@@ -136,17 +141,13 @@ def main(argv=None):
                             "--snakefile", str(e.ROOT / "Snakefile"), "--directory", str(e.ROOT),
                             *missing], check=True)
         e.run_sample(pairs, {"src": args.src}, out, args.workers)
-    rows = []
-    for line in out.read_text().splitlines():
-        r = json.loads(line)
-        r["kind"] = "single" if "alpha" in r["wildcards"] else "grid"
-        rows.append(r)
-    report = summarize(jobs, rows)
+    report = summarize(jobs, [json.loads(line) for line in out.read_text().splitlines()])
     Path(f"{out}.summary.json").write_text(json.dumps(report, indent=1))
     for s in report["strata"]:
         print(f"{' '.join(s['stratum']):45s} {s['alphas']} alphas: singles {s['singles_cpu_s']:7.2f} s, "
               f"grid {s['grid_cpu_s']:7.2f} s, {s['saving_per_extra_alpha_s']:+.3f} s per extra alpha "
-              f"x {s['extra_alphas']} = {s['saving_cpu_hours']:.4f} h; same {s['same']}", file=sys.stderr)
+              f"x {s['extra_alphas']} = {s['saving_cpu_hours']:.4f} h; same {s['same']}, objectives "
+              f"{s['objective_rel_diff']:.1e} apart", file=sys.stderr)
     print(f"saving over the full run: {report['saving_cpu_hours']:.3f} CPU-hours "
           f"({len(report['strata'])} strata measured, {len(report['strata_unmeasured'])} not)", file=sys.stderr)
     return 0

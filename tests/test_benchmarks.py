@@ -387,11 +387,13 @@ def test_alphas_in_one_job_pairs_a_cut_grid_job_with_its_singles():
     assert bench.cut(turn[0], 3, seed=0) == cut and turn[0]["params"]["alphas"] == alphas
     rec = {"test_errors": 5, "nnz": 7, "n_iter": 10, "objective": 1.5}
     stratum = list(est.stratum(turn[0]))
-    rows = [{"kind": "grid", "stratum": stratum, "cpu_s": 10.0, "wildcards": cut["wildcards"],
+    # as run_sample writes them: each job with its own stratum (a single's is its method's)
+    rows = [{"stratum": stratum, "cpu_s": 10.0, "wildcards": cut["wildcards"],
              "records": [{"alpha": float(a), **rec, "fit_time_s": 1.0} for a in kept]}]
-    rows += [{"kind": "single", "stratum": stratum, "cpu_s": 4.0, "wildcards": s["wildcards"], **rec,
+    rows += [{"stratum": list(est.stratum(s)), "cpu_s": 4.0, "wildcards": s["wildcards"], **rec,
               "fit_time_s": 1.5, "n_iter": 10 + (a == kept[-1])}
              for a, s in zip(kept, est.grid_singles(cut), strict=True)]
+    assert rows[1]["stratum"][3] == "liblinear-cs"
     report = bench.summarize([*turn, beside], rows)
     (row,) = report["strata"]
     assert row["saving_per_extra_alpha_s"] == pytest.approx((12.0 - 10.0) / 2)
@@ -399,4 +401,5 @@ def test_alphas_in_one_job_pairs_a_cut_grid_job_with_its_singles():
     assert row["extra_alphas"] == 4 + 3 + 3 and row["grid_jobs"] == 3
     assert report["saving_cpu_hours"] == pytest.approx(1.0 * 10 / 3600)
     assert row["same"] == {"test_errors": True, "nnz": True, "n_iter": False, "objective": True}
+    assert row["objective_rel_diff"] == 0.0
     assert report["strata_unmeasured"] == []
