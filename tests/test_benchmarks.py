@@ -398,6 +398,8 @@ def test_alphas_in_one_job_pairs_a_cut_grid_job_with_its_singles():
     (row,) = report["strata"]
     assert row["saving_per_extra_alpha_s"] == pytest.approx((12.0 - 10.0) / 2)
     assert (row["grid_fit_time_s"], row["singles_fit_time_s"]) == (3.0, 4.5)
+    assert row["saving_beside_the_fits_per_extra_alpha_s"] == pytest.approx(((12.0 - 4.5) - (10.0 - 3.0)) / 2)
+    assert report["saving_beside_the_fits_cpu_hours"] == pytest.approx(0.25 * 10 / 3600)
     assert row["extra_alphas"] == 4 + 3 + 3 and row["grid_jobs"] == 3
     assert report["saving_cpu_hours"] == pytest.approx(1.0 * 10 / 3600)
     assert row["same"] == {"test_errors": True, "nnz": True, "n_iter": False, "objective": True}
