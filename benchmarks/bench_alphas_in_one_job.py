@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -56,7 +56,7 @@ def cut(job, n_alphas, seed):
     """``job`` with ``n_alphas`` of its alphas (seeded by the job's wildcards), in grid order."""
     alphas = job["params"]["alphas"]
     key = json.dumps(job["wildcards"], sort_keys=True).encode()
-    rng = np.random.default_rng([seed, e.zlib.crc32(key)])
+    rng = np.random.default_rng([seed, zlib.crc32(key)])
     keep = sorted(rng.choice(len(alphas), size=min(n_alphas, len(alphas)), replace=False))
     return {**job, "params": {**job["params"], "alphas": [alphas[i] for i in keep]}}
 
@@ -67,20 +67,19 @@ def summarize(jobs, rows):
     for j in jobs:
         if in_turn(j):
             by_stratum[e.stratum(j)].append(j)
-    measured = defaultdict(lambda: defaultdict(list))
-    for r in rows:  # a single job's stratum is its method's; its grid job's, "<method>[in-turn]"
-        kind = "single" if "alpha" in r["wildcards"] else "grid"
-        *head, method = r["stratum"]
-        measured[(*head, method if kind == "grid" else f"{method}[in-turn]")][kind].append(r)
+    grids, singles_of = {}, defaultdict(list)  # a grid job and its single jobs share a key
+    for r in rows:
+        if "alpha" in r["wildcards"]:
+            singles_of[e.grid_key(r["wildcards"])].append(r)
+        else:
+            grids[tuple(r["stratum"])] = r
     out, total, total_beside = [], 0.0, 0.0
     for key in sorted(by_stratum):
-        got = measured.get(key, {})
-        if "grid" not in got or "single" not in got:
-            continue
-        grid, singles = got["grid"][0], got["single"]
-        k = len(grid["records"])
-        if len(singles) != k:
-            continue
+        grid = grids.get(key)
+        singles = [] if grid is None else singles_of[e.grid_key(grid["wildcards"])]
+        k = len(singles)
+        if grid is None or k != len(grid["records"]):
+            continue  # not measured, or not all of its single jobs
         single_cpu = sum(s["cpu_s"] for s in singles)
         per_alpha = (single_cpu - grid["cpu_s"]) / (k - 1)
         extra = sum(len(j["params"]["alphas"]) - 1 for j in by_stratum[key])
@@ -102,8 +101,9 @@ def summarize(jobs, rows):
                     "objective_rel_diff": objective_diff})
         total += per_alpha * extra / 3600
         total_beside += beside * extra / 3600
+    measured = {tuple(r["stratum"]) for r in out}
     return {"strata": out, "saving_cpu_hours": total, "saving_beside_the_fits_cpu_hours": total_beside,
-            "strata_unmeasured": [list(k) for k in sorted(by_stratum) if k not in {tuple(r["stratum"]) for r in out}]}
+            "strata_unmeasured": [list(k) for k in sorted(by_stratum) if k not in measured]}
 
 
 def main(argv=None):
@@ -124,12 +124,7 @@ def main(argv=None):
         ap.error("--alphas must be at least 2 (the saving is per extra alpha)")
 
     config = {"results": str(Path(args.results).resolve()), "mirror": str(Path(args.mirror).resolve())}
-    if args.jobs_json and Path(args.jobs_json).exists():
-        jobs = json.loads(Path(args.jobs_json).read_text())
-    else:
-        jobs = e.list_jobs(args.configfile, config, e.ROOT / "Snakefile")
-        if args.jobs_json:
-            Path(args.jobs_json).write_text(json.dumps(jobs))
+    jobs = e.load_jobs(args.jobs_json, args.configfile, config)
     _, picked = e.draw([j for j in jobs if in_turn(j)], 1, args.seed)
     pairs = []
     for job in picked:
@@ -140,12 +135,7 @@ def main(argv=None):
     print(f"{len(jobs)} jobs; {len(picked)} strata of grid jobs in turn; {len(pairs)} jobs to run",
           file=sys.stderr)
     if not args.summarize:
-        missing = sorted({p for j in pairs for p in j["input"].values() if not Path(p).exists()})
-        if missing:
-            subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(args.cores), "--configfile",
-                            args.configfile, "--config", *(f"{k}={v}" for k, v in config.items()),
-                            "--snakefile", str(e.ROOT / "Snakefile"), "--directory", str(e.ROOT),
-                            *missing], check=True)
+        e.make_inputs(pairs, args.configfile, config, args.cores)
         e.run_sample(pairs, {"src": args.src}, out, args.workers)
     report = summarize(jobs, [json.loads(line) for line in out.read_text().splitlines()])
     Path(f"{out}.summary.json").write_text(json.dumps(report, indent=1))

@@ -154,6 +154,40 @@ def list_jobs(configfile, config, snakefile):
 SCRIPTS = {"train": "train.py", "train_grid": "train_grid.py"}
 
 
+def load_jobs(jobs_json, configfile, config):
+    """The job list: read from ``jobs_json`` if it exists, else from Snakemake's DAG
+    (:func:`list_jobs`) and written there (when given)."""
+    if jobs_json and Path(jobs_json).exists():
+        return json.loads(Path(jobs_json).read_text())
+    t0 = time.perf_counter()
+    jobs = list_jobs(configfile, config, ROOT / "Snakefile")
+    print(f"DAG: {len(jobs)} training jobs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    if jobs_json:
+        Path(jobs_json).parent.mkdir(parents=True, exist_ok=True)
+        Path(jobs_json).write_text(json.dumps(jobs))
+    return jobs
+
+
+def make_inputs(jobs, configfile, config, cores):
+    """Make the inputs of ``jobs`` that do not exist yet (features, subset files) with
+    Snakemake, not timed (feature extraction is outside the training jobs' count)."""
+    missing = sorted({p for j in jobs for p in j["input"].values() if not Path(p).exists()})
+    if not missing:
+        return
+    # Snakemake of this interpreter (a virtual environment need not be activated)
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", configfile,
+           "--config", *(f"{k}={v}" for k, v in config.items()), "--snakefile",
+           str(ROOT / "Snakefile"), "--directory", str(ROOT), *missing]
+    print("making inputs:", " ".join(cmd[2:10]), f"... ({len(missing)} targets)", file=sys.stderr)
+    subprocess.run(cmd, check=True)
+
+
+def grid_key(wildcards):
+    """A grid job's wildcards, or a single job's without its alpha: the key that a grid job and
+    the single jobs of its alphas share."""
+    return json.dumps({k: v for k, v in wildcards.items() if k != "alpha"}, sort_keys=True)
+
+
 def stratum(job):
     """dataset, experiment, training size, method (the path segment; ``<method>[grid]`` for a
     grid job whose alphas run side by side, ``<method>[in-turn]`` for one whose alphas run one
@@ -287,15 +321,7 @@ def main(argv=None):
 
     config = {"results": str(Path(args.results).resolve()),
               "mirror": str(Path(args.mirror).resolve())}
-    if args.jobs_json and Path(args.jobs_json).exists():
-        jobs = json.loads(Path(args.jobs_json).read_text())
-    else:
-        t0 = time.perf_counter()
-        jobs = list_jobs(args.configfile, config, ROOT / "Snakefile")
-        print(f"DAG: {len(jobs)} training jobs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        if args.jobs_json:
-            Path(args.jobs_json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.jobs_json).write_text(json.dumps(jobs))
+    jobs = load_jobs(args.jobs_json, args.configfile, config)
     groups, sample = draw(jobs, args.per_stratum, args.seed)
     print(f"{len(jobs)} jobs, {len(groups)} strata, {len(sample)} sampled", file=sys.stderr)
     if args.list:
@@ -307,16 +333,7 @@ def main(argv=None):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)  # before any job: the workers append to it
     if not args.summarize:
-        inputs = sorted({p for j in sample for p in j["input"].values()})
-        missing = [p for p in inputs if not Path(p).exists()]
-        if missing:
-            # Snakemake of this interpreter (a virtual environment need not be activated)
-            cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "--configfile", args.configfile,
-                   "--config", *(f"{k}={v}" for k, v in config.items()), "--snakefile",
-                   str(ROOT / "Snakefile"), "--directory", str(ROOT), *missing]
-            print("making inputs:", " ".join(cmd[2:10]), f"... ({len(missing)} targets)",
-                  file=sys.stderr)
-            subprocess.run(cmd, check=True)
+        make_inputs(sample, args.configfile, config, args.cores)
         run_sample(sample, trees, out, args.workers)
         if args.pair_grids:
             run_grid_pairs(jobs, out, trees, args.workers)
@@ -354,13 +371,12 @@ def grid_pair_summary(groups, out, name):
         if r["tree"] != name:
             continue
         if "alpha" not in r["wildcards"]:  # the grid job, measured again beside its single jobs
-            again[json.dumps(r["wildcards"], sort_keys=True)] = r
+            again[grid_key(r["wildcards"])] = r
             continue
-        w = {k: v for k, v in r["wildcards"].items() if k != "alpha"}
-        singles[json.dumps(w, sort_keys=True)][r["wildcards"]["alpha"]] = r
+        singles[grid_key(r["wildcards"])][r["wildcards"]["alpha"]] = r
     rows, same, n_rec, iters, obj = [], 0, 0, defaultdict(int), 0.0
     for r in map(json.loads, out.read_text().splitlines()):
-        key = json.dumps(r["wildcards"], sort_keys=True)
+        key = grid_key(r["wildcards"])
         if r["tree"] != name or "records" not in r or tuple(r["stratum"]) not in groups:
             continue
         r = again.get(key, r)

@@ -33,7 +33,7 @@ import yaml
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 import fixtures_data  # noqa: E402
-from workflow_helpers import REPO, TEST, job_stats, load_config, smk, snakemake_exe  # noqa: E402
+from workflow_helpers import REPO, TEST, iter_records, job_stats, load_config, smk, snakemake_exe  # noqa: E402
 
 from sparsesvm._io import atomic_path, save_npy, write_json  # noqa: E402
 from sparsesvm.data.download import ChecksumError, check_downloads, download  # noqa: E402
@@ -504,13 +504,9 @@ def _snakemake_cmd(workdir, cfg, results, mirror, *args):
 def _records(results):
     """``{(file, alpha): record without its clocks}`` of E1's training records (a grid job's file
     holds several: alphas_in_one_job)."""
-    out = {}
-    for p in sorted(results.glob("leukemia/runs/**/*.json")):
-        held = json.loads(p.read_text())
-        for rec in held if isinstance(held, list) else [held]:
-            key = (p.relative_to(results).as_posix(), rec["alpha"])
-            out[key] = {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
-    return out
+    return {(Path(path).relative_to(results).as_posix(), rec["alpha"]):
+            {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+            for path, rec in iter_records(sorted(results.glob("leukemia/runs/**/*.json")))}
 
 
 @pytest.mark.slow

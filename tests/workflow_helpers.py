@@ -167,16 +167,19 @@ def train_wildcards(output):
 # --------------------------------------------------------------------------- config checks
 
 
-def read_records(paths, rows=None):
-    """The training records in ``paths`` (a file of its own holds one, a grid job's an array of
-    them), each once; ``rows``: only those whose ``(path, alpha)`` is in it (a tidy table's
-    ``result_path`` and ``alpha``: a grid job's file may hold alphas another experiment reads)."""
+def iter_records(paths):
+    """``(path, record)`` for each training record in ``paths``: a file of its own holds one, a
+    grid job's an array of them (each file read once)."""
     import json
 
-    out = []
     for path in dict.fromkeys(str(p) for p in paths):
         held = json.loads(Path(path).read_text())
         for rec in held if isinstance(held, list) else [held]:
-            if rows is None or (path, rec["alpha"]) in rows:
-                out.append(rec)
-    return out
+            yield path, rec
+
+
+def read_records(paths, rows=None):
+    """The training records in ``paths`` (:func:`iter_records`); ``rows``: only those whose
+    ``(path, alpha)`` is in it (a tidy table's ``result_path`` and ``alpha``: a grid job's file
+    may hold alphas another experiment reads)."""
+    return [rec for path, rec in iter_records(paths) if rows is None or (path, rec["alpha"]) in rows]

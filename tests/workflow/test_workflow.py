@@ -216,11 +216,7 @@ def tiny_run(tmp_path_factory):
 
 def _records(results, exp_id):
     """The records an experiment's jobs wrote (a grid job's file holds a list of them)."""
-    out = []
-    for p in sorted(results.glob(f"*/runs/{exp_id}/**/*.json")):
-        held = json.loads(p.read_text())
-        out += held if isinstance(held, list) else [held]
-    return out
+    return read_records(sorted(results.glob(f"*/runs/{exp_id}/**/*.json")))
 
 
 @pytest.mark.slow

@@ -69,7 +69,7 @@ def grid_alphas(wildcards):
                             wildcards.L, wildcards.subset)
 
 
-def grid_side_by_side(wildcards):
+def grid_job_side_by_side(wildcards):
     return PLAN.grid_job_side_by_side(wildcards.dataset, wildcards.experiment, wildcards.method,
                                       wildcards.penalty, wildcards.L, wildcards.subset)
 

@@ -52,7 +52,7 @@ rule train_grid:
     params:
         settings=train_settings,
         alphas=grid_alphas,
-        side_by_side=grid_side_by_side,
+        side_by_side=grid_job_side_by_side,
         code=TRAIN_CODE,
     log:
         f"{LOGS}/{{dataset}}/runs/{{experiment}}/{{method}}/{{penalty}}/grid/L~{{L}}/subset~{{subset}}.log",
