@@ -26,8 +26,9 @@ The problems (:func:`cases`; hinge-reg at ``lam``, hinge-con at ``eta``; tol 1e-
 
 Each engine runs with ``max_time=--cap`` (``--engines`` picks them); a row gives each
 engine's wall time and certified gap, and for the portfolio its time over the faster
-engine's (when that one certified the tolerance), the engine its result came from and the
-seconds each engine got. One BLAS thread (:mod:`_harness`).
+engine's (when that one certified the tolerance), the engine its result came from, the
+wall seconds each engine got and its seconds on the portfolio's work clock (what its turns
+are measured in). One BLAS thread (:mod:`_harness`).
 """
 
 import argparse
@@ -89,6 +90,7 @@ def run_case(case, engines, cap):
         if inner == "portfolio":
             row["portfolio_engine"] = r.settings["engine"]
             row["portfolio_engine_s"] = {k: round(v, 3) for k, v in r.settings["engine_seconds"].items()}
+            row["portfolio_engine_work"] = {k: round(v, 3) for k, v in r.settings["engine_work"].items()}
     solved = [row[f"{e}_s"] for e in ("cg", "pdhg") if e in engines and row[f"{e}_gap"] <= TOL]
     if "portfolio" in engines and solved:
         row["portfolio_over_best"] = row["portfolio_s"] / min(solved)

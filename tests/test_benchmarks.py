@@ -405,3 +405,61 @@ def test_alphas_in_one_job_pairs_a_cut_grid_job_with_its_singles():
     assert row["same"] == {"test_errors": True, "nnz": True, "n_iter": False, "objective": True}
     assert row["objective_rel_diff"] == 0.0
     assert report["strata_unmeasured"] == []
+
+
+def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
+    # calibrate_work_clock: least squares recover the prices events were timed with, and the
+    # seconds it reports as counted are the clock's prices applied to the work counted
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        cal = importlib.import_module("calibrate_work_clock")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    rng = np.random.default_rng(0)
+    simplex, ipm = (-18.0, 0.8, -0.3, 0.4), (-15.0, 1.4, -0.6, -0.1)
+    events = []
+    for _ in range(40):
+        rows, cols, nnz = (int(v) for v in rng.integers([200, 200, 5000], [5000, 7000, 900000]))
+        for kind, count, coef in (("_run_warm", "simplex", simplex), ("_run_ipm", "ipm", ipm)):
+            n = int(rng.integers(100, 4000) if count == "simplex" else rng.integers(10, 40))
+            t = n * np.exp(coef[0] + coef[1] * np.log(nnz) + coef[2] * np.log(rows)
+                           + coef[3] * np.log(cols))
+            events.append(dict(ev="lp", kind=kind, t=t, simplex=n * (count == "simplex"),
+                               ipm=n * (count == "ipm"), rows=rows, cols=cols, nnz=nnz))
+    for _ in range(12):
+        L, M, K, con = int(rng.integers(50, 5000)), int(rng.integers(50, 4000)), 10, bool(rng.integers(2))
+        nit = int(rng.integers(64, 5000))
+        n_prod = 2 * nit + int(rng.integers(0, 200))
+        madds = n_prod * L * M * K * rng.uniform(0.5, 1.0)
+        prod_t = 2e-5 * n_prod + 3e-10 * madds
+        rest = nit * (1e-4 + 4e-8 * L * K + 1e-8 * (M + 1) * K + 3e-4 * con)
+        events.append(dict(ev="pdhg", t=prod_t + rest, nit=nit, L=L, M=M, K=K, con=con,
+                           n_prod=n_prod, madds=madds, prod_t=prod_t))
+        rounds = int(rng.integers(3, 60))
+        events.append(dict(ev="cg", t=1.0 + rounds * (3e-3 + 2e-6 * L * K), lp_t=1.0, prod_t=0.0,
+                           rounds=rounds, L=L, K=K, madds=0.0, n_prod=0))
+    prices = cal.fit([{"events": events}])
+    assert prices["SIMPLEX_LOG"] == pytest.approx(list(simplex), abs=2e-3)
+    assert prices["IPM_LOG"] == pytest.approx(list(ipm), abs=2e-3)
+    assert prices["SIMPLEX_LOG_spread"]["max_factor"] == pytest.approx(1.0, abs=1e-3)
+    for key, value in (("PRODUCT_CALL_S", 2e-5), ("PRODUCT_S", 3e-10), ("PDHG_ITER_S", 1e-4),
+                       ("PDHG_DUAL_ENTRY_S", 4e-8), ("PDHG_PRIMAL_ENTRY_S", 1e-8),
+                       ("PDHG_CON_S", 3e-4), ("ROUND_S", 3e-3), ("ROUND_ENTRY_S", 2e-6)):
+        assert prices[key] == pytest.approx(value, rel=1e-6), key
+    # counted: the clock's prices applied to the counts, in closed form
+    c = cal.clk
+    pd = [e for e in events if e["ev"] == "pdhg"]
+    n_prod, madds = sum(e["n_prod"] for e in pd), sum(e["madds"] for e in pd)
+
+    def law(coef, e):
+        return np.exp(coef[0] + coef[1] * np.log(e["nnz"]) + coef[2] * np.log(e["rows"])
+                      + coef[3] * np.log(e["cols"]))
+
+    expect = n_prod * c.PRODUCT_CALL_S + madds * c.PRODUCT_S + sum(
+        e["simplex"] * law(c.SIMPLEX_LOG, e) + e["ipm"] * law(c.IPM_LOG, e)
+        for e in events if e["ev"] == "lp") + sum(
+        e["nit"] * (c.PDHG_ITER_S + c.PDHG_DUAL_ENTRY_S * e["L"] * e["K"]
+                    + c.PDHG_PRIMAL_ENTRY_S * (e["M"] + 1) * e["K"] + c.PDHG_CON_S * e["con"])
+        for e in pd) + sum(e["rounds"] * (c.ROUND_S + c.ROUND_ENTRY_S * e["L"] * e["K"])
+                           for e in events if e["ev"] == "cg")
+    assert cal.counted(events, n_prod, madds) == pytest.approx(expect, rel=1e-9)

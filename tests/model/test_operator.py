@@ -607,3 +607,27 @@ def test_restricted_operator_is_the_full_one_on_the_kept_features():
                                rtol=1e-12)
     with pytest.raises(ValueError, match="increasing"):
         full.restrict_features(used[::-1])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_meter_gets_each_products_multiply_adds(sparse):
+    """``meter`` is called once per product with Phi, with its stored entries times the
+    columns multiplied (the products side by side: times their number); None by default."""
+    K = 4
+    Phi, y = make_problem(12, 9, K, seed=3, density=0.3 if sparse else None)
+    op = MulticlassOperator(Phi, y, K)
+    assert op.meter is None
+    got = []
+    op.meter = got.append
+    stored = Phi.nnz if sparse else Phi.size
+    X, Y = np.ones((10, K)), np.ones((12, K))
+    op.T(X)
+    op.scores(X)
+    op.T_adjoint(Y)
+    op.T_many(np.stack([X, X, X]))
+    op.T_adjoint_many(np.stack([Y, Y]))
+    one = [stored * K]
+    if op.shares_products():  # one product for all
+        assert got == one * 3 + [3 * stored * K, 2 * stored * K]
+    else:  # one each
+        assert got == one * 8

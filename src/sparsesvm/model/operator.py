@@ -571,6 +571,12 @@ class MulticlassOperator:
         Offset r: 1 off the true class, 0 on it (``mu_l = 1``).
     norm_ : float or None
         The last value computed by :meth:`norm`.
+    meter : callable or None
+        None by default. When set, called after each product with ``Phi`` in
+        :meth:`scores` (hence :meth:`T`), :meth:`T_adjoint` and their ``_many`` forms
+        with the product's multiply-adds (stored entries of ``Phi`` times the columns
+        multiplied): the accelerated solver's engine portfolio counts its work with it
+        (:mod:`sparsesvm.solvers.accelerated.clock`).
 
     Raises
     ------
@@ -651,6 +657,8 @@ class MulticlassOperator:
         self._buffers = {}  # work arrays of the products side by side (_scratch)
         self.dtype = np.dtype(np.float64)
         self._double = self
+        self.meter = None
+        self._madds = (Phi.nnz if self._sparse else L * M) * K  # one product's multiply-adds
         if dtype != np.float64:
             self._set_single()
 
@@ -782,6 +790,8 @@ class MulticlassOperator:
         S : ndarray, shape (n_samples, n_classes)
         """
         X = self._check_X(X)
+        if self.meter is not None:
+            self.meter(self._madds)
         if self.dtype == np.float32:
             W = X[:-1].astype(np.float32)  # the iterate rounded once per product
             S = np.asarray(self._Phi32 @ W).astype(np.float64)
@@ -858,6 +868,8 @@ class MulticlassOperator:
         n, K = Xs.shape[0], self.n_classes
         if n < 2 or not self.shares_products():
             return np.stack([self.T(X) for X in Xs])
+        if self.meter is not None:
+            self.meter(n * self._madds)
         W = self._scratch("T_many", (self.n_features, n, K))
         np.copyto(W, Xs[:, :-1].transpose(1, 0, 2))
         S = (self.Phi @ W.reshape(self.n_features, n * K)).reshape(self.n_samples, n, K)
@@ -897,6 +909,8 @@ class MulticlassOperator:
             for j in range(n):
                 out[j] = self.T_adjoint(Ys[j])
             return out
+        if self.meter is not None:
+            self.meter(n * self._madds)
         G = np.ascontiguousarray(Ys.transpose(1, 0, 2))  # (L, n, K); G[l, :, z_l] -= sum_k Y[:, l, k]
         G[self._rows, :, self.y_idx] -= G.sum(axis=2)
         Gw = G.reshape(self.n_samples, n * K)
@@ -920,6 +934,8 @@ class MulticlassOperator:
             ``G[l, z_l] = Y[l, z_l] - sum_k Y[l, k]``.
         """
         Y = self._check_Y(Y)
+        if self.meter is not None:
+            self.meter(self._madds)
         G = Y.copy()
         G[self._rows, self.y_idx] -= Y.sum(axis=1)
         if self._sparse and self.dtype == np.float64:

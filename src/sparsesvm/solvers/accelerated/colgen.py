@@ -31,6 +31,7 @@ from scipy.optimize import linprog
 
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from . import highs
+from .clock import WallClock
 
 __all__ = ["_Master", "_Pricing", "_column_generation", "_ColumnGeneration", "SLACK_COST_START",
            "SLACK_COST_MAX", "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_MAX_ADD", "ROWGEN_DROP_AFTER"]
@@ -153,6 +154,9 @@ class _Master:
         self.xi = None
         self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
         self.hard_deadline = None  # the same for the interior-point method: the run's own deadline
+        # a counted clock's turn (WorkClock): the simplex stops within the turn's iterations
+        self.clock, self.until = WallClock(), None
+        self._turn_over = False  # the last warm start stopped at the turn's end
         self._dual_next = False
         self._ipm_run = 0  # interior-point solves since the last warm start that stalled (0: none)
         self._new_cols = 0  # atom columns added since the last solve
@@ -320,6 +324,7 @@ class _Master:
         res = linprog(c, A_ub=A, b_ub=self.rub, bounds=bounds, method="highs",
                       options={"primal_feasibility_tolerance": 1e-10,
                                "dual_feasibility_tolerance": 1e-10})
+        self.clock.lp(int(getattr(res, "nit", 0) or 0), 0, A.shape[0], A.shape[1], A.nnz)
         if res.status != 0 or res.x is None:
             raise RuntimeError(f"master LP failed: {res.message}")
         return res.x, -np.asarray(res.ineqlin.marginals)
@@ -330,6 +335,14 @@ class _Master:
         self.h.setOptionValue("simplex_strategy", 1)
         self.h.run()
         self.h.setOptionValue("simplex_strategy", 4)
+        self._charge()
+
+    def _charge(self):
+        """Charge the last HiGHS run's iterations to :attr:`clock`."""
+        if self.clock.counted:
+            info = self.h.getInfo()
+            self.clock.lp(info.simplex_iteration_count, info.ipm_iteration_count,
+                          self.h.getNumRow(), self.h.getNumCol(), self.h.getNumNz())
 
     def _limit(self, t):
         """HiGHS' time limit at ``time.perf_counter()`` time ``t`` (None: none); the limit is
@@ -346,6 +359,7 @@ class _Master:
         self.h.setOptionValue("solver", "ipm")
         self.h.run()
         self.h.setOptionValue("solver", "simplex")
+        self._charge()
         self._ipm_run += 1
         self.last_ipm = True
 
@@ -355,11 +369,19 @@ class _Master:
 
     def _run_warm(self, capped):
         """The simplex method from the current basis (primal after new atoms, dual after new
-        rows only), ``capped`` at :data:`WARM_ITER_MIN` / :data:`WARM_ITER_PER_ROW`."""
+        rows only), ``capped`` at :data:`WARM_ITER_MIN` / :data:`WARM_ITER_PER_ROW`, and on a
+        counted clock within the iterations its turn has left (:attr:`until`; then
+        :attr:`_turn_over` says whether it stopped there)."""
+        cap = turn = None
         if capped:
             cap = (max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW * self.nrow) if self._large()
                    else max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
-            self.h.setOptionValue("simplex_iteration_limit", cap)
+        if self.until is not None:
+            price = self.clock.simplex_iteration(self.h.getNumRow(), self.h.getNumCol(),
+                                                 self.h.getNumNz())
+            turn = max(int((self.until - self.clock.now()) / price), 1)
+        limit = min(x for x in (cap, turn, 2**31 - 1) if x is not None)
+        self.h.setOptionValue("simplex_iteration_limit", limit)
         if self._dual_next:  # rows were added: the basis is dual feasible
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.run()
@@ -367,6 +389,9 @@ class _Master:
         else:
             self.h.run()
         self.h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
+        self._charge()
+        self._turn_over = (turn is not None and (cap is None or turn < cap)
+                           and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kIterationLimit)
 
     def _solve_incremental(self):
         """A warm-started simplex, or the interior-point method where warm starts stall
@@ -384,10 +409,14 @@ class _Master:
         else:
             self._run_warm(capped=True)
             self._ipm_run = 0
-            if self._large() and self.h.getModelStatus() == status.kIterationLimit:
+            if (self._large() and self.h.getModelStatus() == status.kIterationLimit
+                    and not self._turn_over):
                 # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
                 # atoms, a dual simplex cycling through degenerate ones) is cut
                 self._run_ipm()
+        if self._turn_over and self.h.getModelStatus() == status.kIterationLimit:
+            self._turn_over = False
+            raise TimeoutError("master LP: the turn's end")  # solve() again goes on from the basis
         self.exact_next = False
         self._new_cols = 0
         if self.deadline is not None and self.h.getModelStatus() == status.kTimeLimit:
@@ -457,6 +486,10 @@ class _ColumnGeneration:
         As for :func:`_column_generation`.
     deadline : float or None
         ``time.perf_counter()`` time after which the loop is :attr:`finished`.
+    clock : WallClock or WorkClock, optional
+        The clock of :meth:`advance`'s ``until`` (default: the wall clock); a
+        :class:`~sparsesvm.solvers.accelerated.clock.WorkClock` is charged with the
+        loop's work.
 
     Attributes
     ----------
@@ -469,11 +502,13 @@ class _ColumnGeneration:
         ``max_rounds`` or the deadline).
     """
 
-    def __init__(self, op, geo, kind, par, tol, max_rounds, deadline, record, row_generation=None):
+    def __init__(self, op, geo, kind, par, tol, max_rounds, deadline, record, row_generation=None,
+                 clock=None):
         Phi, y, K = op.Phi, op.y_idx, op.n_classes
         L, M = Phi.shape
         self.op, self.geo, self.kind, self.par, self.tol = op, geo, kind, par, tol
         self.max_rounds, self.deadline, self.record = int(max_rounds), deadline, record
+        self.clock = WallClock() if clock is None else clock
         ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
         self.pricing = _Pricing(op, geo, ll, kk)
         if row_generation is None:
@@ -483,6 +518,7 @@ class _ColumnGeneration:
             self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par, ipm=True)
         else:
             self.master = _Master(L, K, y, ll, kk, kind, par)
+        self.master.clock = self.clock
         self.best = None
         self.X = np.zeros((M + 1, K))
         self.Y = np.zeros((L, K))
@@ -491,22 +527,28 @@ class _ColumnGeneration:
 
     def advance(self, until):
         """Run rounds until :attr:`finished` or, after a round (or inside a master solve
-        from the second on, by HiGHS' time limit), the clock passes ``until``
-        (``time.perf_counter()`` time, or None): then call again to go on."""
+        from the second on, by HiGHS' time limit, or its iteration limit on a counted
+        clock), :attr:`clock` passes ``until`` (None: never): then call again to go on."""
         op, geo, kind, par = self.op, self.geo, self.kind, self.par
         master, pricing, rows = self.master, self.pricing, self.rows
+        clock = self.clock
         while not self.finished:
             if self.rounds >= self.max_rounds:
                 self.finished = True
                 break
             if self.rounds:  # from the second solve on: one point is certified
-                master.deadline, master.hard_deadline = until, self.deadline
+                if clock.counted:  # the turn by iterations, the run's deadline by HiGHS' clock
+                    master.deadline, master.until = self.deadline, until
+                else:
+                    master.deadline = until
+                master.hard_deadline = self.deadline
             try:
                 X, Y, a, slack = pricing.master_point(master, kind, par)
             except TimeoutError:  # HiGHS stopped at the time limit: the last certified point
                 self.finished = _past(self.deadline)
                 break
             self.rounds += 1
+            clock.round(op.n_samples, op.n_classes)
             TX = op.T(X) if rows is not None else None
             if kind == "reg":
                 best = hinge_reg_gap(op, X, Y, geo, lam=par, TX=TX)
@@ -523,7 +565,7 @@ class _ColumnGeneration:
             if not self._next_columns(TX, a, slack):
                 self.finished = True
                 break
-            if _past(until):
+            if clock.past(until):
                 break
 
     def _next_columns(self, TX, a, slack):

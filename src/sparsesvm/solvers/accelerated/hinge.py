@@ -53,15 +53,17 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
   keeps its turn (:data:`PORTFOLIO_EXTEND`), while PDHG, trailing, whose gap predicts a finish
   long after column generation's time so far runs only a share of that time
-  (:data:`PORTFOLIO_SLOW`); the first to certify ``tol`` gives the result.
+  (:data:`PORTFOLIO_SLOW`); the first to certify ``tol`` gives the result. The turns are
+  timed on a work clock (:class:`~sparsesvm.solvers.accelerated.clock.WorkClock`: the
+  engines' products, iterations and simplex / interior-point iterations, priced in seconds
+  of a reference machine), so the result does not depend on the machine's speed or load.
   No rule on the problem's
   size separates the l1 / l1inf problems that column generation certifies in seconds
   (real MNIST scattering, load_digits) from those where it stalls and PDHG does not
   (dense noisy problems with many support vectors): measured by
   ``benchmarks/bench_engines.py``, the engines differ by 7x to more than 100x either way;
   the portfolio costs 1.02 to 2.24 times the faster one (:class:`_Portfolio`; 6.8 times
-  where PDHG needs 0.09 s). ``"cg"`` or
-  ``"pdhg"`` forced makes the engine, hence the returned point, independent of timing.
+  where PDHG needs 0.09 s).
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
   with switchable ingredients:
 
@@ -105,6 +107,7 @@ from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
 from . import highs
 from . import l2dual as _l2dual
+from .clock import WallClock, WorkClock
 from .colgen import _column_generation, _ColumnGeneration, _past
 from .pdhg import _pdhg, _Problem
 from .qp import QP_MAX_VARS, QP_TIME_LIMIT, _best_biases, _l2_dual_qp
@@ -143,7 +146,9 @@ L12_CG_MAX_GROUP_WIDE = 10
 L12_CG_GROUPS_PER_ROW = 4
 
 #: inner="portfolio": seconds that column generation runs alone before PDHG's first turn
-#: (a problem that column generation certifies within it never starts PDHG)
+#: (a problem that column generation certifies within it never starts PDHG). The portfolio's
+#: seconds are those of its work clock (:class:`~sparsesvm.solvers.accelerated.clock.WorkClock`:
+#: the engines' work priced in seconds of the reference machine), here and below
 PORTFOLIO_FIRST_SLICE = 0.5
 
 #: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
@@ -450,21 +455,21 @@ class _Lane:
     iterations, and passes on a certificate only when it improves on the best one of
     the portfolio so far (the history is that of the portfolio's best point)."""
 
-    def __init__(self, name, recorder, shared):
-        self.name, self.recorder, self.shared = name, recorder, shared
+    def __init__(self, name, recorder, shared, clock):
+        self.name, self.recorder, self.shared, self.clock = name, recorder, shared, clock
         self.trace = recorder.trace
         self.n_done = 0
-        self.spent = 0.0  # seconds this engine has run
+        self.spent = 0.0  # the engine's seconds on the portfolio's clock
+        self.wall = 0.0  # ... and on the wall clock
         self.history = []  # (spent, certified gap) at the end of each of its runs
 
-    def run(self, eng, until, deadline):
-        """Advance engine ``eng`` until ``until`` (or the deadline); counts its time and
-        certified gap."""
-        t0 = time.perf_counter()
-        if deadline is not None:
-            until = min(until, deadline)
+    def run(self, eng, until):
+        """Advance engine ``eng`` until the portfolio's clock passes ``until`` (or the
+        engine's own deadline); counts its time and certified gap."""
+        t0, w0 = self.clock.now(), time.perf_counter()
         eng.advance(until)
-        self.spent += time.perf_counter() - t0
+        self.spent += self.clock.now() - t0
+        self.wall += time.perf_counter() - w0
         if eng.best is not None:
             self.history.append((self.spent, float(eng.best.rel_gap)))
 
@@ -524,8 +529,15 @@ class _Portfolio:
     the result is the first to meet ``tol``, or the one with the smaller gap.
     ``max_iter`` caps each engine's own count (rounds, iterations), and the
     result's ``n_iter`` is the count of the engine that produced it,
-    ``settings["engine"]`` its name and ``settings["engine_seconds"]`` each
-    engine's time.
+    ``settings["engine"]`` its name, ``settings["engine_seconds"]`` each
+    engine's wall time and ``settings["engine_work"]`` its time on the portfolio's clock.
+
+    All the times above are those of a
+    :class:`~sparsesvm.solvers.accelerated.clock.WorkClock` (the engines' counted work,
+    priced in seconds of a reference machine), not of the wall clock: which engine runs
+    when, hence which certified point is returned (on a degenerate problem, one of many
+    optimal points), does not depend on the machine's speed or load. ``max_time`` stays
+    a wall-clock cap.
     """
 
     def __init__(self, op, geo, penalty, groups, kind, par, settings, recorder):
@@ -546,17 +558,27 @@ class _Portfolio:
 
     def run(self, tol, max_iter, deadline):
         """Solve to ``tol``; returns the :class:`AcceleratedResult`."""
+        meter = self.op.meter
+        clock = WorkClock()
+        self.op.meter = clock.product  # the engines' products, counted
+        try:
+            return self._run(clock, tol, max_iter, deadline)
+        finally:
+            self.op.meter = meter
+
+    def _run(self, clock, tol, max_iter, deadline):
         op, geo, kind, par, recorder = self.op, self.geo, self.kind, self.par, self.recorder
         L, M = op.Phi.shape
         K = op.n_classes
         shared = {"rel_gap": np.inf}
-        cg_lane = _Lane("cg", recorder, shared)
-        cg = _ColumnGeneration(op, geo, kind, par, tol, max_iter, deadline, cg_lane.engine_record)
-        ws_lane = _Lane("pdhg", recorder, shared)
+        cg_lane = _Lane("cg", recorder, shared, clock)
+        cg = _ColumnGeneration(op, geo, kind, par, tol, max_iter, deadline, cg_lane.engine_record,
+                               clock=clock)
+        ws_lane = _Lane("pdhg", recorder, shared, clock)
         ws = _WorkingSet(op, geo, self.penalty, self.groups, kind, par,
                          bool(self.settings["working_set"]))
         ws.start(np.zeros((M + 1, K)), np.zeros((L, K)), tol, max_iter, deadline, self.settings,
-                 ws_lane)
+                 ws_lane, clock=clock)
         lanes = [(cg_lane, cg), (ws_lane, ws)]
         allot = max(float(PORTFOLIO_FIRST_SLICE), 1e-3)
         done = None
@@ -570,14 +592,13 @@ class _Portfolio:
                     target = self._slow_target(ws_lane, cg_lane, tol, allot)
                 if eng.finished or lane.spent >= target or _past(deadline):
                     continue
-                lane.run(eng, time.perf_counter() + target - lane.spent, deadline)
+                lane.run(eng, clock.now() + target - lane.spent)
                 cap = PORTFOLIO_EXTEND_CAP * allot
                 while not (eng.finished or _past(deadline)) and lane.spent < cap:
                     left = lane.predicted(tol)  # near tol and falling fast: the turn goes on
                     if not left <= PORTFOLIO_EXTEND * lane.spent:
                         break
-                    lane.run(eng, time.perf_counter() + min(max(left, lane.spent), cap - lane.spent),
-                             deadline)
+                    lane.run(eng, clock.now() + min(max(left, lane.spent), cap - lane.spent))
                 if eng.converged:
                     done = lane, eng
                     break
@@ -590,7 +611,8 @@ class _Portfolio:
         lane, eng = done
         n_iter = eng.rounds if eng is cg else eng.total
         self.settings.update(engine=lane.name,
-                             engine_seconds={ln.name: ln.spent for ln, _ in lanes})
+                             engine_seconds={ln.name: ln.wall for ln, _ in lanes},
+                             engine_work={ln.name: ln.spent for ln, _ in lanes})
         self.settings["working_set"] = ws.used
         best = eng.best
         if best is None:  # no engine had a turn (the deadline passed first): X = 0's certificate
@@ -634,6 +656,7 @@ class _WorkingSet:
         """The restricted problem on feature columns ``cols``: ``(operator, _Problem)``."""
         op, K = self.op, self.op.n_classes
         op_s = op if full else MulticlassOperator(op.Phi[:, cols], op.y_idx, K)
+        op_s.meter = op.meter
         geo_s = self.geo if full else make_penalty(self.penalty, self.groups, len(cols), K)
         return op_s, _Problem(op_s, geo_s, self.kind, self.par, precondition)
 
@@ -649,19 +672,21 @@ class _WorkingSet:
         self.advance(deadline)
         return self.X, self.Y, self.best, self.total, self.converged
 
-    def start(self, X, Y, tol, max_iter, deadline, settings, recorder):
-        """Set the loop's start point and limits (:meth:`run`'s arguments) without running it."""
+    def start(self, X, Y, tol, max_iter, deadline, settings, recorder, clock=None):
+        """Set the loop's start point and limits (:meth:`run`'s arguments) without running it;
+        ``clock`` is that of :meth:`advance`'s ``until`` (default: the wall clock)."""
         self.X, self.Y, self.tol, self.max_iter = X, Y, tol, int(max_iter)
         self.deadline, self.settings, self.recorder = deadline, settings, recorder
+        self.clock = WallClock() if clock is None else clock
         self.omega = self.best = self._current = None
         self.total = 0
         self.converged = self.finished = False
 
     def advance(self, until):
         """Run the loop until :attr:`finished` (converged, ``max_iter``, the deadline, or the
-        full problem stopped) or the clock passes ``until`` (``time.perf_counter()`` time, or
-        None): PDHG then stops at its next check and a later call goes on from its state
-        (the Halpern iterate and anchor, as if it had not stopped) on the same working set."""
+        full problem stopped) or :attr:`clock` passes ``until`` (None: never): PDHG then
+        pauses after its iteration and a later call goes on from its state (the Halpern
+        iterate and anchor, as if it had not stopped) on the same working set."""
         M, K, kind, par = self.M, self.op.n_classes, self.kind, self.par
         tol, recorder = self.tol, self.recorder
         while not self.finished:
@@ -681,7 +706,7 @@ class _WorkingSet:
             on_check = _CheckHook(recorder, self.total, rows, full, (M + 1, K))
             Xs, self.Y, self.omega, nit, gr, reason = _pdhg(
                 prob, self.X[rows], self.Y, self.omega, inner_tol, self.max_iter - self.total, until,
-                self.settings, on_check, resume=self._resume)
+                self.settings, on_check, resume=self._resume, clock=self.clock, deadline=self.deadline)
             self.total += nit
             recorder.n_done = self.total
             X = np.zeros((M + 1, K))

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from ...model.operator import power_norm
 from ...model.projections import _project_simplex
+from .clock import WallClock
 
 __all__ = ["_Problem", "_pdhg", "_sublevel_dual_step"]
 
@@ -127,16 +128,20 @@ class _Problem:
         return hinge_con_gap(self.op, X, Y, self.geo, eta=self.par, TX=TX)
 
 
-def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None, resume=None):
+def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=None, clock=None,
+          deadline=None):
     """Run (Halpern-restarted) PDHG on prob from (X (M+1, K), Y (L, K)).
 
     Returns (X, Y, omega, n_iter, last GapResult or None, stop reason).
     The certificate is evaluated every ``opts['check_every']`` iterations on
     the PDHG output (counted on this problem across paused runs); ``on_check(X, Y,
     gapresult, n_iter)`` (iterations of this run so far) may return True to stop. The
-    clock is read after every iteration: past ``deadline`` the run pauses there (with the
-    certificate of its last output), not at the next check, which on a large problem can
-    be seconds away (64 iterations of two products at MNIST's L = 5000).
+    clock (``clock``: :class:`~sparsesvm.solvers.accelerated.clock.WallClock` by default,
+    charged with each iteration) is read after every iteration: past ``until`` (None:
+    never), or the wall clock past ``deadline`` (``time.perf_counter()`` time or None), the
+    run pauses there (with the certificate of its last output), not at the next check,
+    which on a large problem can be seconds away (64 iterations of two products at MNIST's
+    L = 5000).
 
     ``resume``: a dict, or None. A run stopped by the deadline (reason ``"time"``) stores
     its iteration state there (the Halpern anchor and iterate, the restart criterion's
@@ -148,6 +153,8 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None, resum
     the working set's next growth).
     """
     geo, op = prob.geo, prob.op
+    clock = WallClock() if clock is None else clock
+    con = prob.kind == "con"
     s = 0.99 / prob.norm
     halpern = opts["restart"] == "halpern"
     rho = float(opts["reflection"]) if halpern else 0.0
@@ -180,6 +187,7 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None, resum
         Xn = primal_step(X, op.T_adjoint(Y))
         TXn = op.T(Xn)
         Yn = prob.dual_step(Y + sy[:, None] * (2.0 * TXn - TX), sy)
+        clock.pdhg_iteration(prob.L, prob.M, prob.K, con)
         total += 1
         k += 1
         checked = (before + total) % check_every == 0
@@ -187,7 +195,7 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, deadline, opts, on_check=None, resum
             last = prob.certificate(Xn, Yn, TX=TXn)
             if last.rel_gap <= tol or (on_check is not None and on_check(Xn, Yn, last, total)):
                 return Xn, Yn, omega, total, last, "converged"
-        pause = deadline is not None and time.perf_counter() > deadline
+        pause = clock.past(until) or (deadline is not None and time.perf_counter() > deadline)
         if not halpern:
             X, Y, TX = Xn, Yn, TXn
             if pause:

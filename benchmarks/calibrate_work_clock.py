@@ -1,0 +1,235 @@
+"""The prices of the engine portfolio's work clock, fitted to this machine's times.
+
+Question: the engine portfolio of ``solver="accelerated"`` (``inner="portfolio"``) times its
+two engines' turns on a work clock (:mod:`sparsesvm.solvers.accelerated.clock`): the work each
+engine has done (products with Phi, PDHG iterations, the column generation's rounds and the
+simplex and interior-point iterations HiGHS reports for its master LPs), priced in seconds of
+a reference machine, so that which engine runs when does not depend on the machine's speed
+or load. What are those prices on this machine, and how closely do the counted seconds follow
+the wall seconds? Answered by::
+
+    python benchmarks/calibrate_work_clock.py [--data MIRROR] [--cap 30] [--large] [--json out.json]
+
+Each engine runs alone (``inner="cg"``, ``inner="pdhg"``, tol 1e-4, ``max_time=--cap``) on
+:mod:`bench_engines`' problems (``--large``: with MNIST's L = 5000 too, column generation
+capped at three times ``--cap``), and every operation is timed: each master LP solve (HiGHS'
+simplex and interior-point iteration counts, the model's rows, columns and non-zeros), each
+product with Phi (its multiply-adds), each PDHG run (its iterations and the problem's shape)
+and each column generation run (rounds, LP and product time). Fitted by least squares
+(non-negative for the linear prices):
+
+* a product: ``PRODUCT_CALL_S + PRODUCT_S x multiply-adds`` (over the PDHG runs' products);
+* a PDHG iteration besides its products: ``PDHG_ITER_S + PDHG_DUAL_ENTRY_S L K +
+  PDHG_PRIMAL_ENTRY_S (M + 1) K (+ PDHG_CON_S for hinge-con)`` (weighted by iterations);
+* a simplex iteration ``exp(c0) nnz^a rows^b cols^c`` (``SIMPLEX_LOG``; the solves of at least
+  100 iterations, on the logarithm of the time per iteration), an interior-point iteration
+  likewise (``IPM_LOG``, crossover included);
+* a column generation round besides its LP and products: ``ROUND_S + ROUND_ENTRY_S L K``.
+
+Prints the fitted prices beside the clock's, and per problem and engine the seconds the clock
+counts with its own prices over the wall seconds. One BLAS thread (:mod:`_harness`).
+"""
+
+import argparse
+import json
+import time
+
+import _harness as h  # one BLAS thread
+import bench_engines as be
+import numpy as np
+from scipy.optimize import nnls
+
+from sparsesvm.model import operator as opm
+from sparsesvm.solvers.accelerated import clock as clk
+from sparsesvm.solvers.accelerated import colgen, hinge
+
+
+class Probe:
+    """Times the engines' operations (installed by :meth:`install`, as methods' wrappers)."""
+
+    def __init__(self):
+        self.events = []
+        self.products = [0, 0.0, 0.0]  # count, multiply-adds, seconds
+
+    def install(self):
+        for name in ("_run_warm", "_run_ipm", "_run_cold"):
+            self._wrap_lp(name)
+        for name in ("scores", "T_adjoint"):
+            self._wrap_product(name)
+        self._wrap_pdhg()
+        self._wrap_cg()
+
+    def _wrap_lp(self, name):
+        f, probe = getattr(colgen._Master, name), self
+
+        def timed(master, *a, **k):
+            t0 = time.perf_counter()
+            out = f(master, *a, **k)
+            dt = time.perf_counter() - t0
+            info = master.h.getInfo()
+            probe.events.append(dict(ev="lp", kind=name, t=dt, simplex=info.simplex_iteration_count,
+                               ipm=info.ipm_iteration_count, rows=master.h.getNumRow(),
+                               cols=master.h.getNumCol(), nnz=master.h.getNumNz()))
+            return out
+
+        setattr(colgen._Master, name, timed)
+
+    def _wrap_product(self, name):
+        f = getattr(opm.MulticlassOperator, name)
+        acc = self.products
+
+        def timed(op, A):
+            t0 = time.perf_counter()
+            out = f(op, A)
+            acc[2] += time.perf_counter() - t0
+            acc[0] += 1
+            acc[1] += (op.Phi.nnz if op._sparse else op.Phi.size) * op.n_classes
+            return out
+
+        setattr(opm.MulticlassOperator, name, timed)
+
+    def _wrap_pdhg(self):
+        f, probe, acc = hinge._pdhg, self, self.products
+
+        def timed(prob, *a, **k):
+            p0, t0 = list(acc), time.perf_counter()
+            out = f(prob, *a, **k)
+            probe.events.append(dict(ev="pdhg", t=time.perf_counter() - t0, nit=out[3], L=prob.L,
+                               M=prob.M, K=prob.K, con=prob.kind == "con",
+                               n_prod=acc[0] - p0[0], madds=acc[1] - p0[1], prod_t=acc[2] - p0[2]))
+            return out
+
+        hinge._pdhg = timed
+
+    def _wrap_cg(self):
+        f, probe, acc = colgen._ColumnGeneration.advance, self, self.products
+
+        def timed(cg, until):
+            p0, n0, r0, t0 = list(acc), len(probe.events), cg.rounds, time.perf_counter()
+            f(cg, until)
+            lp = sum(e["t"] for e in probe.events[n0:] if e["ev"] == "lp")
+            probe.events.append(dict(ev="cg", t=time.perf_counter() - t0, lp_t=lp, rounds=cg.rounds - r0,
+                               L=cg.op.n_samples, K=cg.op.n_classes, madds=acc[1] - p0[1],
+                               n_prod=acc[0] - p0[0], prod_t=acc[2] - p0[2]))
+
+        colgen._ColumnGeneration.advance = timed
+
+
+def counted(events, n_products, madds):
+    """Seconds a work clock counts, with its prices, for one engine run: its ``events`` and
+    its ``n_products`` products of ``madds`` multiply-adds in all."""
+    c = clk.WorkClock()
+    c.charge(n_products * clk.PRODUCT_CALL_S + madds * clk.PRODUCT_S)
+    for e in events:
+        if e["ev"] == "lp":
+            c.lp(e["simplex"], e["ipm"], e["rows"], e["cols"], e["nnz"])
+        elif e["ev"] == "pdhg":
+            for _ in range(e["nit"]):
+                c.pdhg_iteration(e["L"], e["M"], e["K"], e["con"])
+        elif e["ev"] == "cg":
+            for _ in range(e["rounds"]):
+                c.round(e["L"], e["K"])
+    return c.seconds
+
+
+def _nnls(A, b):
+    """Non-negative least squares of ``A x = b``, the columns of ``A`` scaled to unit norm
+    first (the prices differ by orders of magnitude)."""
+    A = np.asarray(A, float)
+    scale = np.maximum(np.linalg.norm(A, axis=0), 1e-300)
+    return nnls(A / scale, np.asarray(b, float))[0] / scale
+
+
+def fit(runs):
+    """The least-squares prices from all runs' events (module docstring)."""
+    ev = [e for r in runs for e in r["events"]]
+    out = {}
+    pd = [e for e in ev if e["ev"] == "pdhg" and e["nit"] > 0]
+    A = np.array([[e["n_prod"], e["madds"]] for e in pd], float)
+    out["PRODUCT_CALL_S"], out["PRODUCT_S"] = _nnls(A, [e["prod_t"] for e in pd])
+    w = np.sqrt([e["nit"] for e in pd])
+    A = np.array([[1.0, e["L"] * e["K"], (e["M"] + 1) * e["K"], float(e["con"])] for e in pd])
+    rest = np.array([(e["t"] - e["prod_t"]) / e["nit"] for e in pd])
+    (out["PDHG_ITER_S"], out["PDHG_DUAL_ENTRY_S"], out["PDHG_PRIMAL_ENTRY_S"],
+     out["PDHG_CON_S"]) = _nnls(A * w[:, None], rest * w)
+    for key, kind, count in (("SIMPLEX_LOG", ("_run_warm", "_run_cold"), "simplex"),
+                             ("IPM_LOG", ("_run_ipm",), "ipm")):
+        lp = [e for e in ev if e["ev"] == "lp" and e["kind"] in kind and e[count] >= 100 // (
+            10 if count == "ipm" else 1)]
+        if len(lp) < 4:
+            continue
+        A = np.array([[1.0, np.log(e["nnz"]), np.log(e["rows"]), np.log(e["cols"])] for e in lp])
+        y = np.log([e["t"] / e[count] for e in lp])
+        coef = np.linalg.lstsq(A, y, rcond=None)[0]
+        res = y - A @ coef
+        out[key] = [round(float(v), 3) for v in coef]
+        out[key + "_spread"] = dict(solves=len(lp), sd_factor=float(np.exp(res.std())),
+                                    max_factor=float(np.exp(np.abs(res).max())))
+    cg = [e for e in ev if e["ev"] == "cg" and e["rounds"] > 0]
+    A = np.array([[e["rounds"], e["rounds"] * e["L"] * e["K"]] for e in cg], float)
+    rest = [e["t"] - e["lp_t"] - e["prod_t"] for e in cg]
+    out["ROUND_S"], out["ROUND_ENTRY_S"] = _nnls(A, rest)
+    return {k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in out.items()}
+
+
+def report(run):
+    """Print one run's wall seconds and the seconds the clock counts for it (``counted_s``)."""
+    run["counted_s"] = counted(run["events"], run["n_products"], run["madds"])
+    print(f"{run['problem']:18s} {run['penalty']:6s} {run['method']:10s} {run['inner']:5s} wall "
+          f"{run['wall_s']:7.2f} s  counted {run['counted_s']:7.2f} s  "
+          f"({run['counted_s'] / run['wall_s']:.2f})", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cap", type=float, default=30.0, help="seconds per engine and problem")
+    ap.add_argument("--large", action="store_true", help="MNIST's L = 5000 as well")
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="keep the problems whose name contains any of these, e.g. digits dense")
+    ap.add_argument("--runs", default=None,
+                    help="the JSON of an earlier run: report and fit its timed runs again "
+                         "(with the clock's current prices) instead of running the engines")
+    h.add_data_argument(ap)
+    h.add_output_argument(ap)
+    args = ap.parse_args(argv)
+    runs = []
+    if args.runs:
+        with open(args.runs) as f:
+            runs = json.load(f)["runs"]
+        for run in runs:
+            report(run)
+    probe = Probe()
+    if not args.runs:
+        probe.install()
+    cases = [] if args.runs else (
+        be.cases(args.data) + (be.cases(args.data, large=True) if args.large else []))
+    for name, Phi, y, K, penalty, groups, method, par in cases:
+        if args.only and not any(s in name for s in args.only):
+            continue
+        solve = h.accelerated.hinge_reg if method == "hinge-reg" else h.accelerated.hinge_con
+        for inner in ("cg", "pdhg"):
+            cap = args.cap * (3 if name == "mnist-5000" and inner == "cg" else 1)
+            probe.events = []
+            p0 = list(probe.products)
+            r, seconds = h.timed(solve, Phi, y, K, penalty, groups, tol=be.TOL, max_time=cap,
+                                 inner=inner, **par)
+            runs.append(dict(problem=name, penalty=penalty, method=method, inner=inner,
+                             wall_s=seconds, rel_gap=float(r.rel_gap), events=probe.events,
+                             n_products=probe.products[0] - p0[0],
+                             madds=probe.products[1] - p0[1]))
+            report(runs[-1])
+    prices = fit(runs)
+    print("\n| price | clock.py | fitted here |\n|---|---|---|")
+    for key, value in prices.items():
+        if key.endswith("_spread"):
+            continue
+        print(f"| {key} | {getattr(clk, key)} | {value if isinstance(value, list) else f'{value:.3g}'} |")
+    for key in ("SIMPLEX_LOG", "IPM_LOG"):
+        if key + "_spread" in prices:
+            print(f"{key}: {json.dumps(prices[key + '_spread'])}")
+    if args.json:  # the runs with their timed operations (``fit`` again from them)
+        h.write_results(args.json, {"prices": prices, "runs": runs}, args)
+
+
+if __name__ == "__main__":
+    main()

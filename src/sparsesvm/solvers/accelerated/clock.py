@@ -1,0 +1,132 @@
+"""The clocks by which the accelerated engines pause: wall time, or counted work.
+
+An engine run alone (``inner="cg"``, ``"pdhg"``) pauses on the wall clock
+(:class:`WallClock`). The engine portfolio (``inner="portfolio"``) gives its
+two engines turns on a :class:`WorkClock` instead: the work each has done,
+counted from what it did (products with ``Phi``, PDHG iterations, the
+simplex and interior-point iterations HiGHS reports for the master LPs) and
+priced in seconds of a reference machine. Which engine runs when, and so
+which of two optimal points of a degenerate problem the fit returns, then
+no longer depends on the machine's speed or load: on a wall clock two runs
+of one E4 job (accelerated hinge-reg, alpha 3, L = 5000) returned points
+7709 and 6525 test errors apart, both certified optimal.
+
+The prices (:data:`PRODUCT_S` and the others) were fitted to the times of
+the engines' operations on the development machine (one BLAS thread;
+``benchmarks/bench_engines.py``'s problems and MNIST at L = 5000: the README's
+"work clock" paragraph gives the fit). They make the counted seconds track
+the wall seconds there within a factor of about 2 for the master's warm
+simplex solves (the least regular part) and about 1.3 for the rest; a
+mispriced engine gets proportionally more or less of the portfolio's time,
+never a different certificate. Wall time still bounds a fit through
+``max_time``.
+"""
+
+import math
+import time
+
+__all__ = ["WallClock", "WorkClock"]
+
+#: seconds per multiply-add of a product with Phi (stored entries x columns) ...
+PRODUCT_S = 8.49e-11
+#: ... plus this per product (the call and the shift by the true class)
+PRODUCT_CALL_S = 2.44e-5
+#: a PDHG iteration besides its two products: a fixed part, per entry of the (L, K) dual and
+#: of the (M + 1, K) primal arrays, and hinge-con's sublevel-set dual step
+PDHG_ITER_S = 0.0
+PDHG_DUAL_ENTRY_S = 4.49e-8
+PDHG_PRIMAL_ENTRY_S = 2.20e-8
+PDHG_CON_S = 1.82e-4
+#: a round of the column generation besides its products and master LP (pricing, the master
+#: point, the certificate's bookkeeping): a fixed part and per entry of the (L, K) arrays
+ROUND_S = 1.06e-2
+ROUND_ENTRY_S = 1.35e-6
+#: a master LP's simplex iteration: exp(c0) nnz^a rows^b cols^c seconds (HiGHS' primal or dual
+#: simplex, warm-started; least squares on the logarithms of 131 solves of at least 100
+#: iterations: residual spread a factor of 1.6, at most 3.8)
+SIMPLEX_LOG = (-18.307, 0.826, -0.352, 0.420)
+#: ... and an interior-point iteration, crossover included (57 solves: spread 1.25, at most 1.6)
+IPM_LOG = (-14.457, 1.423, -0.686, -0.139)
+
+
+def _power_law(coef, nnz, rows, cols):
+    """``exp(c0) nnz^a rows^b cols^c`` for ``coef = (c0, a, b, c)``."""
+    c0, a, b, c = coef
+    return math.exp(c0 + a * math.log(max(nnz, 1)) + b * math.log(max(rows, 1))
+                    + c * math.log(max(cols, 1)))
+
+
+class WallClock:
+    """``time.perf_counter()``; the charges are ignored (an engine run alone)."""
+
+    counted = False
+
+    @staticmethod
+    def now():
+        return time.perf_counter()
+
+    def past(self, t):
+        """Whether the clock is past ``t`` (None: never)."""
+        return t is not None and self.now() > t
+
+    def charge(self, seconds):
+        pass
+
+    def product(self, madds):
+        pass
+
+    def pdhg_iteration(self, L, M, K, con):
+        pass
+
+    def lp(self, simplex, ipm, rows, cols, nnz):
+        pass
+
+    def round(self, L, K):
+        pass
+
+
+class WorkClock(WallClock):
+    """The work done so far, priced in seconds of the reference machine (module docstring).
+
+    Attributes
+    ----------
+    seconds : float
+        The counted seconds so far (:meth:`now`).
+    """
+
+    counted = True
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def now(self):
+        return self.seconds
+
+    def charge(self, seconds):
+        """Add ``seconds`` of work."""
+        self.seconds += seconds
+
+    def product(self, madds):
+        """A product with Phi of ``madds`` multiply-adds (a :class:`MulticlassOperator`'s
+        ``meter``)."""
+        self.seconds += PRODUCT_CALL_S + PRODUCT_S * madds
+
+    def pdhg_iteration(self, L, M, K, con):
+        """A PDHG iteration on an (L, M) problem with K classes, besides its products."""
+        self.seconds += (PDHG_ITER_S + PDHG_DUAL_ENTRY_S * L * K
+                         + PDHG_PRIMAL_ENTRY_S * (M + 1) * K + (PDHG_CON_S if con else 0.0))
+
+    @staticmethod
+    def simplex_iteration(rows, cols, nnz):
+        """The price of one simplex iteration on a master of this size."""
+        return _power_law(SIMPLEX_LOG, nnz, rows, cols)
+
+    def lp(self, simplex, ipm, rows, cols, nnz):
+        """A master LP solve: ``simplex`` and ``ipm`` iterations (HiGHS' counts) on a
+        ``rows`` x ``cols`` model with ``nnz`` non-zeros."""
+        self.seconds += (simplex * self.simplex_iteration(rows, cols, nnz)
+                         + ipm * _power_law(IPM_LOG, nnz, rows, cols))
+
+    def round(self, L, K):
+        """A column generation round's work besides its products and master LP."""
+        self.seconds += ROUND_S + ROUND_ENTRY_S * L * K
