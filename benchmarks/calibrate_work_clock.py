@@ -16,11 +16,12 @@ capped at three times ``--cap``), and every operation is timed: each master LP s
 simplex and interior-point iteration counts, the model's rows, columns and non-zeros), each
 product with Phi (its multiply-adds), each PDHG run (its iterations and the problem's shape)
 and each column generation run (rounds, LP and product time). Fitted by least squares
-(non-negative for the linear prices):
+(on relative errors and non-negative for the linear prices):
 
 * a product: ``PRODUCT_CALL_S + PRODUCT_S x multiply-adds`` (over the PDHG runs' products);
 * a PDHG iteration besides its products: ``PDHG_ITER_S + PDHG_DUAL_ENTRY_S L K +
-  PDHG_PRIMAL_ENTRY_S (M + 1) K (+ PDHG_CON_S for hinge-con)`` (weighted by iterations);
+  PDHG_PRIMAL_ENTRY_S (M + 1) K (+ PDHG_CON_S for hinge-con)`` (weighted by the square root
+  of the iterations);
 * a simplex iteration ``exp(c0) nnz^a rows^b cols^c`` (``SIMPLEX_LOG``; the solves of at least
   100 iterations, on the logarithm of the time per iteration), an interior-point iteration
   likewise (``IPM_LOG``, crossover included);
@@ -132,12 +133,16 @@ def counted(events, n_products, madds):
     return c.seconds
 
 
-def _nnls(A, b):
-    """Non-negative least squares of ``A x = b``, the columns of ``A`` scaled to unit norm
-    first (the prices differ by orders of magnitude)."""
-    A = np.asarray(A, float)
+def _nnls(A, b, weight=None):
+    """Non-negative least squares of ``A x = b`` in relative terms (each row divided by its
+    ``b``, times ``weight``: small and large operations count alike), the columns scaled to
+    unit norm first (the prices differ by orders of magnitude)."""
+    b = np.asarray(b, float)
+    keep = b > 0
+    w = (np.ones(len(b)) if weight is None else np.asarray(weight, float))[keep] / b[keep]
+    A = np.asarray(A, float)[keep] * w[:, None]
     scale = np.maximum(np.linalg.norm(A, axis=0), 1e-300)
-    return nnls(A / scale, np.asarray(b, float))[0] / scale
+    return nnls(A / scale, b[keep] * w)[0] / scale
 
 
 def fit(runs):
@@ -147,11 +152,10 @@ def fit(runs):
     pd = [e for e in ev if e["ev"] == "pdhg" and e["nit"] > 0]
     A = np.array([[e["n_prod"], e["madds"]] for e in pd], float)
     out["PRODUCT_CALL_S"], out["PRODUCT_S"] = _nnls(A, [e["prod_t"] for e in pd])
-    w = np.sqrt([e["nit"] for e in pd])
     A = np.array([[1.0, e["L"] * e["K"], (e["M"] + 1) * e["K"], float(e["con"])] for e in pd])
-    rest = np.array([(e["t"] - e["prod_t"]) / e["nit"] for e in pd])
+    rest = [(e["t"] - e["prod_t"]) / e["nit"] for e in pd]
     (out["PDHG_ITER_S"], out["PDHG_DUAL_ENTRY_S"], out["PDHG_PRIMAL_ENTRY_S"],
-     out["PDHG_CON_S"]) = _nnls(A * w[:, None], rest * w)
+     out["PDHG_CON_S"]) = _nnls(A, rest, weight=np.sqrt([e["nit"] for e in pd]))
     for key, kind, count in (("SIMPLEX_LOG", ("_run_warm", "_run_cold"), "simplex"),
                              ("IPM_LOG", ("_run_ipm",), "ipm")):
         lp = [e for e in ev if e["ev"] == "lp" and e["kind"] in kind and e[count] >= 100 // (

@@ -32,6 +32,19 @@ def harness():
             sys.path.remove(str(BENCHMARKS))
 
 
+def _script(name):
+    """The benchmark script ``name`` imported as a module from benchmarks/."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _estimator():
+    return _script("estimate_full_run")
+
+
 def test_every_script_imports_and_parses_its_options():
     code = ("import importlib, sys\n"
             f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
@@ -263,11 +276,7 @@ def test_bench_iteration_times_the_steady_iterations_against_the_fastest_product
 
 
 def test_bench_iteration_product_floor_takes_the_faster_orientation(monkeypatch):
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        bench = importlib.import_module("bench_iteration")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    bench = _script("bench_iteration")
     rng = np.random.default_rng(0)
     Phi = np.abs(rng.standard_normal((20, 300)))
     seen = []
@@ -285,14 +294,6 @@ def test_bench_iteration_product_floor_takes_the_faster_orientation(monkeypatch)
     assert bench.product_floor(Phi, 4) == 2.0 + 3.0  # the faster of each product's two
     seen.clear()
     assert bench.product_floor(sp.csr_matrix(Phi), 4) == 5.0 + 2.0  # CSR: one of each
-
-
-def _estimator():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("estimate_full_run")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
 
 
 def test_estimate_draws_the_same_jobs_from_the_strata_two_job_lists_share():
@@ -367,12 +368,7 @@ def test_alphas_in_one_job_pairs_a_cut_grid_job_with_its_singles():
     # bench_alphas_in_one_job: one grid job in turn per stratum, cut to k of its alphas (in the
     # grid's order), its singles; the saving per extra alpha, extrapolated over the stratum's
     # grid jobs' extra alphas; the records compared
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        est = importlib.import_module("estimate_full_run")
-        bench = importlib.import_module("bench_alphas_in_one_job")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    est, bench = _estimator(), _script("bench_alphas_in_one_job")
     w = {"dataset": "mnist", "experiment": "e5", "L": "500K", "method": "liblinear-cs"}
     alphas = ["0.001", "0.01", "0.1", "1.0", "10.0"]
     turn = [{"rule": "train_grid", "wildcards": {**w, "subset": str(s)}, "input": {"features": "f"},
@@ -410,11 +406,7 @@ def test_alphas_in_one_job_pairs_a_cut_grid_job_with_its_singles():
 def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
     # calibrate_work_clock: least squares recover the prices events were timed with, and the
     # seconds it reports as counted are the clock's prices applied to the work counted
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        cal = importlib.import_module("calibrate_work_clock")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    cal = _script("calibrate_work_clock")
     rng = np.random.default_rng(0)
     simplex, ipm = (-18.0, 0.8, -0.3, 0.4), (-15.0, 1.4, -0.6, -0.1)
     events = []

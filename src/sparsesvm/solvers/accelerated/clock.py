@@ -28,25 +28,25 @@ import time
 __all__ = ["WallClock", "WorkClock"]
 
 #: seconds per multiply-add of a product with Phi (stored entries x columns) ...
-PRODUCT_S = 8.49e-11
+PRODUCT_S = 1.02e-10
 #: ... plus this per product (the call and the shift by the true class)
-PRODUCT_CALL_S = 2.44e-5
+PRODUCT_CALL_S = 2.81e-6
 #: a PDHG iteration besides its two products: a fixed part, per entry of the (L, K) dual and
 #: of the (M + 1, K) primal arrays, and hinge-con's sublevel-set dual step
-PDHG_ITER_S = 0.0
-PDHG_DUAL_ENTRY_S = 4.49e-8
-PDHG_PRIMAL_ENTRY_S = 2.20e-8
-PDHG_CON_S = 1.82e-4
+PDHG_ITER_S = 1.24e-4
+PDHG_DUAL_ENTRY_S = 2.83e-8
+PDHG_PRIMAL_ENTRY_S = 1.79e-8
+PDHG_CON_S = 1.91e-4
 #: a round of the column generation besides its products and master LP (pricing, the master
 #: point, the certificate's bookkeeping): a fixed part and per entry of the (L, K) arrays
-ROUND_S = 1.06e-2
-ROUND_ENTRY_S = 1.35e-6
+ROUND_S = 5.2e-3
+ROUND_ENTRY_S = 6.8e-7
 #: a master LP's simplex iteration: exp(c0) nnz^a rows^b cols^c seconds (HiGHS' primal or dual
 #: simplex, warm-started; least squares on the logarithms of 131 solves of at least 100
 #: iterations: residual spread a factor of 1.6, at most 3.8)
-SIMPLEX_LOG = (-18.307, 0.826, -0.352, 0.420)
+SIMPLEX_LOG = (-18.646, 0.843, -0.348, 0.431)
 #: ... and an interior-point iteration, crossover included (57 solves: spread 1.25, at most 1.6)
-IPM_LOG = (-14.457, 1.423, -0.686, -0.139)
+IPM_LOG = (-15.737, 1.463, -0.655, -0.076)
 
 
 def _power_law(coef, nnz, rows, cols):
