@@ -3,23 +3,25 @@
 An engine run alone (``inner="cg"``, ``"pdhg"``) pauses on the wall clock
 (:class:`WallClock`). The engine portfolio (``inner="portfolio"``) gives its
 two engines turns on a :class:`WorkClock` instead: the work each has done,
-counted from what it did (products with ``Phi``, PDHG iterations, the
-simplex and interior-point iterations HiGHS reports for the master LPs) and
+counted from what it did (products with ``Phi`` by their multiply-adds, PDHG
+iterations, column generation rounds, and the simplex and interior-point
+iterations HiGHS reports for the master LPs, priced by the master's size) and
 priced in seconds of a reference machine. Which engine runs when, and so
-which of two optimal points of a degenerate problem the fit returns, then
-no longer depends on the machine's speed or load: on a wall clock two runs
-of one E4 job (accelerated hinge-reg, alpha 3, L = 5000) returned points
-7709 and 6525 test errors apart, both certified optimal.
+which of the optimal points of a degenerate problem the fit returns, then
+no longer depends on the machine's speed or load (on the wall clock, three
+runs of one E4 job gave three certified optimal points with different test
+errors: the README's "work clock" paragraph).
 
-The prices (:data:`PRODUCT_S` and the others) were fitted to the times of
-the engines' operations on the development machine (one BLAS thread;
-``benchmarks/bench_engines.py``'s problems and MNIST at L = 5000: the README's
-"work clock" paragraph gives the fit). They make the counted seconds track
-the wall seconds there within a factor of about 2 for the master's warm
-simplex solves (the least regular part) and about 1.3 for the rest; a
-mispriced engine gets proportionally more or less of the portfolio's time,
-never a different certificate. Wall time still bounds a fit through
-``max_time``.
+The prices below are least-squares fits to the times of the engines'
+operations on the development machine, one BLAS thread
+(``benchmarks/calibrate_work_clock.py``: each engine alone on
+``benchmarks/bench_engines.py``'s problems and MNIST at L = 5000). Over a
+whole run of one engine the counted seconds were 0.76 to 1.46 of the wall
+seconds there (column generation over-counted on MNIST and digits,
+under-counted on the dense noisy problems: its simplex iterations are the
+least regular part); a mispriced engine gets that much more or less of the
+portfolio's time, never a different certificate. Wall time still bounds a
+fit through ``max_time``.
 """
 
 import math
@@ -42,10 +44,10 @@ PDHG_CON_S = 1.91e-4
 ROUND_S = 5.2e-3
 ROUND_ENTRY_S = 6.8e-7
 #: a master LP's simplex iteration: exp(c0) nnz^a rows^b cols^c seconds (HiGHS' primal or dual
-#: simplex, warm-started; least squares on the logarithms of 131 solves of at least 100
-#: iterations: residual spread a factor of 1.6, at most 3.8)
+#: simplex, warm-started; least squares on the logarithms of the time per iteration of 123
+#: solves of at least 100 iterations: a factor of 1.65 off (standard deviation), at most 4.1)
 SIMPLEX_LOG = (-18.646, 0.843, -0.348, 0.431)
-#: ... and an interior-point iteration, crossover included (57 solves: spread 1.25, at most 1.6)
+#: ... and an interior-point iteration, crossover included (48 solves: 1.26, at most 1.6)
 IPM_LOG = (-15.737, 1.463, -0.655, -0.076)
 
 
