@@ -723,3 +723,21 @@ def test_portfolio_result_does_not_depend_on_the_wall_clock(random_problem, monk
         assert r.settings["engine_work"] == ref.settings["engine_work"]
         np.testing.assert_array_equal(r.X, ref.X)
         assert r.objective == ref.objective
+
+
+def test_portfolio_leaves_the_operators_meter_as_it_found_it(random_problem):
+    """The portfolio counts its products through the operator's ``meter``, passes them on to
+    a caller's meter, and gives the operator back as it came (a caller's operator, as the
+    estimators pass it)."""
+    from sparsesvm.model.operator import MulticlassOperator
+
+    Phi, y, K = random_problem(5, L=40, M=30, K=3, labels="random")
+    op = MulticlassOperator(Phi, y, K)
+    seen = []
+    op.meter = seen.append
+    r = acc._solve("reg", op, "l1", None, 0.5, 1e-6, 1000, None, False, {"inner": "portfolio"})
+    assert r.converged and r.settings["engine_work"]["cg"] > 0
+    assert op.meter == seen.append and len(seen) > 0 and set(seen) == {Phi.size * K}
+    op.meter = None
+    acc._solve("reg", op, "l1", None, 0.5, 1e-6, 1000, None, False, {"inner": "portfolio"})
+    assert op.meter is None

@@ -560,7 +560,14 @@ class _Portfolio:
         """Solve to ``tol``; returns the :class:`AcceleratedResult`."""
         meter = self.op.meter
         clock = WorkClock()
-        self.op.meter = clock.product  # the engines' products, counted
+        if meter is None:  # the engines' products, counted (and passed on to a caller's meter)
+            self.op.meter = clock.product
+        else:
+            def both(madds):
+                clock.product(madds)
+                meter(madds)
+
+            self.op.meter = both
         try:
             return self._run(clock, tol, max_iter, deadline)
         finally:
