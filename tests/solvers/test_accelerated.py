@@ -741,3 +741,32 @@ def test_portfolio_leaves_the_operators_meter_as_it_found_it(random_problem):
     op.meter = None
     acc._solve("reg", op, "l1", None, 0.5, 1e-6, 1000, None, False, {"inner": "portfolio"})
     assert op.meter is None
+
+
+def test_portfolio_max_time_stays_a_wall_clock_cap(random_problem, monkeypatch):
+    """The turns are on the work clock, the cap is not: with a wall clock that runs 10 ms a
+    reading, max_time = 0.2 s stops both engines early (fewer iterations than the run to
+    tol), with the certificate of the point returned."""
+    from sparsesvm.model.certificates import hinge_reg_gap
+    from sparsesvm.model.operator import MulticlassOperator
+    from sparsesvm.solvers.accelerated import pdhg
+
+    class Fast:
+        t = 0.0
+
+        def perf_counter(self):
+            self.t += 0.01
+            return self.t
+
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    Phi, y, K = random_problem(5, L=80, M=60, K=4, labels="random")
+    full = acc.hinge_reg(Phi, y, K, "l1", lam=0.2, tol=1e-9, inner="portfolio")
+    fake = Fast()
+    for module in (acc, colgen, pdhg):
+        monkeypatch.setattr(module, "time", fake)
+    r = acc.hinge_reg(Phi, y, K, "l1", lam=0.2, tol=1e-9, inner="portfolio", max_time=0.2)
+    assert full.converged and not r.converged
+    assert sum(r.settings["engine_work"].values()) < sum(full.settings["engine_work"].values())
+    gap = hinge_reg_gap(MulticlassOperator(Phi, y, K), r.X, r.Y, make_penalty("l1", None, 60, K),
+                        lam=0.2)
+    assert r.objective == pytest.approx(gap.primal, rel=1e-12) and r.rel_gap >= 1e-9
