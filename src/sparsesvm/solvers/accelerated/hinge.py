@@ -214,7 +214,9 @@ class AcceleratedResult:
         "rel_change" (between consecutive recorded iterates) and, with a
         reference, "rel_dist".
     settings : dict
-        The ingredients used.
+        The ingredients used; for ``inner="portfolio"`` also ``"engine"`` (the engine whose
+        point is returned), ``"engine_seconds"`` (each engine's wall seconds) and
+        ``"engine_work"`` (its seconds on the portfolio's work clock).
     """
 
     X: np.ndarray
