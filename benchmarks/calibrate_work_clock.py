@@ -24,7 +24,7 @@ and each column generation run (rounds, LP and product time). Fitted by least sq
   of the iterations);
 * a simplex iteration ``exp(c0) nnz^a rows^b cols^c`` (``SIMPLEX_LOG``; the solves of at least
   100 iterations, on the logarithm of the time per iteration), an interior-point iteration
-  likewise (``IPM_LOG``, crossover included);
+  likewise (``IPM_LOG``, crossover included; the solves of at least 10 iterations);
 * a column generation round besides its LP and products: ``ROUND_S + ROUND_ENTRY_S L K``.
 
 Prints the fitted prices beside the clock's, and per problem and engine the seconds the clock
@@ -125,8 +125,7 @@ def counted(events, n_products, madds):
         if e["ev"] == "lp":
             c.lp(e["simplex"], e["ipm"], e["rows"], e["cols"], e["nnz"])
         elif e["ev"] == "pdhg":
-            for _ in range(e["nit"]):
-                c.pdhg_iteration(e["L"], e["M"], e["K"], e["con"])
+            c.charge(e["nit"] * clk.pdhg_iteration_seconds(e["L"], e["M"], e["K"], e["con"]))
         elif e["ev"] == "cg":
             for _ in range(e["rounds"]):
                 c.round(e["L"], e["K"])
@@ -156,10 +155,9 @@ def fit(runs):
     rest = [(e["t"] - e["prod_t"]) / e["nit"] for e in pd]
     (out["PDHG_ITER_S"], out["PDHG_DUAL_ENTRY_S"], out["PDHG_PRIMAL_ENTRY_S"],
      out["PDHG_CON_S"]) = _nnls(A, rest, weight=np.sqrt([e["nit"] for e in pd]))
-    for key, kind, count in (("SIMPLEX_LOG", ("_run_warm", "_run_cold"), "simplex"),
-                             ("IPM_LOG", ("_run_ipm",), "ipm")):
-        lp = [e for e in ev if e["ev"] == "lp" and e["kind"] in kind and e[count] >= 100 // (
-            10 if count == "ipm" else 1)]
+    for key, kind, count, least in (("SIMPLEX_LOG", ("_run_warm", "_run_cold"), "simplex", 100),
+                                    ("IPM_LOG", ("_run_ipm",), "ipm", 10)):
+        lp = [e for e in ev if e["ev"] == "lp" and e["kind"] in kind and e[count] >= least]
         if len(lp) < 4:
             continue
         A = np.array([[1.0, np.log(e["nnz"]), np.log(e["rows"]), np.log(e["cols"])] for e in lp])

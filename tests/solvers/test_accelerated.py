@@ -704,7 +704,6 @@ def test_portfolio_result_does_not_depend_on_the_wall_clock(random_problem, monk
     (On this noisy problem the wall-clock turns of the previous version paused column
     generation's master solves at other iterations: 7 to 10 rounds, other points.)"""
     from sparsesvm.solvers.accelerated import clock as clock_module
-    from sparsesvm.solvers.accelerated import pdhg
 
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)  # both engines take turns
     Phi, y, K = random_problem(5, L=80, M=60, K=4, labels="random")
@@ -714,10 +713,10 @@ def test_portfolio_result_does_not_depend_on_the_wall_clock(random_problem, monk
     assert ref.converged and all(w > 0 for w in ref.settings["engine_work"].values())
     for seed in (0, 1):
         fake = _ErraticTime(seed)
-        for module in (acc, colgen, pdhg, clock_module):
+        for module in (acc, colgen, clock_module):
             monkeypatch.setattr(module, "time", fake)
         r = solve(Phi, y, K, "l1", tol=1e-6, inner="portfolio", **kw)
-        for module in (acc, colgen, pdhg, clock_module):
+        for module in (acc, colgen, clock_module):
             monkeypatch.setattr(module, "time", time)
         assert r.settings["engine"] == ref.settings["engine"] and r.n_iter == ref.n_iter
         assert r.settings["engine_work"] == ref.settings["engine_work"]
@@ -749,7 +748,7 @@ def test_portfolio_max_time_stays_a_wall_clock_cap(random_problem, monkeypatch):
     tol), with the certificate of the point returned."""
     from sparsesvm.model.certificates import hinge_reg_gap
     from sparsesvm.model.operator import MulticlassOperator
-    from sparsesvm.solvers.accelerated import pdhg
+    from sparsesvm.solvers.accelerated import clock as clock_module
 
     class Fast:
         t = 0.0
@@ -762,7 +761,7 @@ def test_portfolio_max_time_stays_a_wall_clock_cap(random_problem, monkeypatch):
     Phi, y, K = random_problem(5, L=80, M=60, K=4, labels="random")
     full = acc.hinge_reg(Phi, y, K, "l1", lam=0.2, tol=1e-9, inner="portfolio")
     fake = Fast()
-    for module in (acc, colgen, pdhg):
+    for module in (acc, colgen, clock_module):
         monkeypatch.setattr(module, "time", fake)
     r = acc.hinge_reg(Phi, y, K, "l1", lam=0.2, tol=1e-9, inner="portfolio", max_time=0.2)
     assert full.converged and not r.converged

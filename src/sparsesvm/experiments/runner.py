@@ -285,16 +285,15 @@ def run_job(features_dir, subset_indices, method, penalty, groups, alpha, tol, m
 def _fit_and_evaluate(params, train, test, groups, reference_coef, meta, trace, *, method, penalty, alpha,
                       tol, max_iter):
     """The part of :func:`run_job` after its checks: fit on ``train`` ((X, y)), count the errors on
-    ``test`` ((X, y), or a callable returning it, called once the training rows are let go
-    when ``train`` is the only reference to them), make the record. Returns
-    ``(record, coef_full)``."""
+    the test split that ``test()`` returns (called once the training rows are let go, when
+    ``train`` is the only reference to them), make the record. Returns ``(record, coef_full)``."""
     X_train, y_train = train
     del train
     n_train = int(np.shape(y_train)[0])
     model, clocks = _fit(params, X_train, y_train, groups, reference_coef)
     errors = {"n_train": n_train, "train_errors": _errors(model, X_train, y_train)}
     del X_train
-    X_test, y_test = test() if callable(test) else test
+    X_test, y_test = test()
     errors.update(n_test=int(y_test.shape[0]), test_errors=_errors(model, X_test, y_test))
     coef = np.asarray(model.coef, dtype=np.float64)
     coef_full = np.hstack([coef, np.asarray(model.intercept, dtype=np.float64).reshape(-1)[:, None]])
@@ -340,9 +339,9 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
         (rewritten atomically after each fit), so that a job interrupted after some of its
         alphas (killed, out of time) fits only the others when it runs again. Its records
         are taken only if the file was written for the same job: the same settings, meta,
-        training rows, features (their files' names, sizes and modification times, and
-        ``meta.json``) and package sources (:func:`sparsesvm.source_hash`); otherwise it is
-        ignored and overwritten. The caller removes it once the records are written
+        training rows, features (their files' names, sizes and modification times) and
+        package sources (:func:`sparsesvm.source_hash`); otherwise it is ignored and
+        overwritten at the next fit. The caller removes it once the records are written
         (``workflow/scripts/train_grid.py``).
     features_dir, subset_indices, method, penalty, groups, tol, max_iter, solver, stopping, precision, **meta
         As in :func:`run_job` (no trace). Side by side: ``method`` one of
@@ -369,8 +368,8 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
     groups, params, idx, _ = checked[0]
     X_train, y_train = _train_split(features_dir, idx, meta.get("L"))
     if not side_by_side:
-        test = _test_split(features_dir)
-        key = done = None
+        test_split = _test_split(features_dir)  # read once for all the fits
+        key, done = None, {}
         if resume is not None:
             key = _job_key(features_dir, idx, dict(method=method, penalty=penalty, groups=groups, tol=tol,
                                                    max_iter=max_iter, solver=solver, stopping=stopping,
@@ -378,13 +377,14 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
             done = _read_resume(resume, key)
         records = []
         for alpha, (_, p, _, _) in zip(alphas, checked):
-            record = None if done is None else done.get(float(alpha))
-            if record is None:
-                record = _fit_and_evaluate(p, (X_train, y_train), test, groups, None, dict(meta), False,
-                                           method=method, penalty=penalty, alpha=alpha, tol=tol,
-                                           max_iter=max_iter)[0]
+            record = done.get(float(alpha))
+            fitted = record is None
+            if fitted:
+                record = _fit_and_evaluate(p, (X_train, y_train), lambda: test_split, groups, None,
+                                           dict(meta), False, method=method, penalty=penalty,
+                                           alpha=alpha, tol=tol, max_iter=max_iter)[0]
             records.append(record)
-            if resume is not None:
+            if fitted and resume is not None:  # what is done so far, for a rerun after an interruption
                 _io.write_json(resume, {"key": key, "records": records}, allow_nan=False)
         return records
     n_train = int(np.shape(y_train)[0])
@@ -408,7 +408,7 @@ def run_grid_job(features_dir, subset_indices, method, penalty, groups, alphas, 
 def _job_key(features_dir, idx, fields):
     """sha256 hex digest of what a grid job's records depend on: ``fields`` (its settings and
     meta), the training rows ``idx``, the features (the names, sizes and modification times
-    of the files in ``features_dir``, and its ``meta.json``) and the package's sources."""
+    of the files in ``features_dir``) and the package's sources."""
     import hashlib
 
     import sparsesvm
@@ -421,10 +421,6 @@ def _job_key(features_dir, idx, fields):
     for name in sorted(os.listdir(folder)):
         st = os.stat(os.path.join(folder, name))
         h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    meta_json = os.path.join(folder, "meta.json")
-    if os.path.exists(meta_json):
-        with open(meta_json, "rb") as fh:
-            h.update(fh.read())
     return h.hexdigest()
 
 

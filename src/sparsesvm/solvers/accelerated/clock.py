@@ -27,7 +27,7 @@ fit through ``max_time``.
 import math
 import time
 
-__all__ = ["WallClock", "WorkClock"]
+__all__ = ["WALL", "WallClock", "WorkClock", "pdhg_iteration_seconds", "simplex_iteration_seconds"]
 
 #: seconds per multiply-add of a product with Phi (stored entries x columns) ...
 PRODUCT_S = 1.02e-10
@@ -58,8 +58,21 @@ def _power_law(coef, nnz, rows, cols):
                     + c * math.log(max(cols, 1)))
 
 
+def pdhg_iteration_seconds(L, M, K, con):
+    """The price of a PDHG iteration on an (L, M) problem with K classes, besides its
+    products (``con``: hinge-con's dual step)."""
+    return (PDHG_ITER_S + PDHG_DUAL_ENTRY_S * L * K + PDHG_PRIMAL_ENTRY_S * (M + 1) * K
+            + (PDHG_CON_S if con else 0.0))
+
+
+def simplex_iteration_seconds(rows, cols, nnz):
+    """The price of one simplex iteration on a master LP of this size."""
+    return _power_law(SIMPLEX_LOG, nnz, rows, cols)
+
+
 class WallClock:
-    """``time.perf_counter()``; the charges are ignored (an engine run alone)."""
+    """``time.perf_counter()``; the charges are ignored (an engine run alone). :data:`WALL` is
+    one (it holds no state): ``WALL.past(deadline)`` for a wall-clock deadline."""
 
     counted = False
 
@@ -75,9 +88,6 @@ class WallClock:
         pass
 
     def product(self, madds):
-        pass
-
-    def pdhg_iteration(self, L, M, K, con):
         pass
 
     def lp(self, simplex, ipm, rows, cols, nnz):
@@ -113,22 +123,16 @@ class WorkClock(WallClock):
         ``meter``)."""
         self.seconds += PRODUCT_CALL_S + PRODUCT_S * madds
 
-    def pdhg_iteration(self, L, M, K, con):
-        """A PDHG iteration on an (L, M) problem with K classes, besides its products."""
-        self.seconds += (PDHG_ITER_S + PDHG_DUAL_ENTRY_S * L * K
-                         + PDHG_PRIMAL_ENTRY_S * (M + 1) * K + (PDHG_CON_S if con else 0.0))
-
-    @staticmethod
-    def simplex_iteration(rows, cols, nnz):
-        """The price of one simplex iteration on a master of this size."""
-        return _power_law(SIMPLEX_LOG, nnz, rows, cols)
-
     def lp(self, simplex, ipm, rows, cols, nnz):
         """A master LP solve: ``simplex`` and ``ipm`` iterations (HiGHS' counts) on a
         ``rows`` x ``cols`` model with ``nnz`` non-zeros."""
-        self.seconds += (simplex * self.simplex_iteration(rows, cols, nnz)
+        self.seconds += (simplex * simplex_iteration_seconds(rows, cols, nnz)
                          + ipm * _power_law(IPM_LOG, nnz, rows, cols))
 
     def round(self, L, K):
         """A column generation round's work besides its products and master LP."""
         self.seconds += ROUND_S + ROUND_ENTRY_S * L * K
+
+
+#: the wall clock (:class:`WallClock` holds no state, so one serves every engine)
+WALL = WallClock()

@@ -31,7 +31,7 @@ from scipy.optimize import linprog
 
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from . import highs
-from .clock import WallClock
+from .clock import WALL, simplex_iteration_seconds
 
 __all__ = ["_Master", "_Pricing", "_column_generation", "_ColumnGeneration", "SLACK_COST_START",
            "SLACK_COST_MAX", "ROWGEN_MIN_ROWS", "ROWGEN_TOL", "ROWGEN_MAX_ADD", "ROWGEN_DROP_AFTER"]
@@ -99,11 +99,6 @@ IPM_BEFORE_WARM = 3
 IPM_WARM_MAX_NEW = 0.1
 
 
-def _past(t):
-    """Whether ``time.perf_counter()`` is past ``t`` (None: never)."""
-    return t is not None and time.perf_counter() > t
-
-
 def _aged(age, idle):
     """Consecutive solves each entry has been ``idle`` (bool, n entries): ``age`` (the counts
     of the first ``len(age)`` entries; the others are new and start from 0) plus one where
@@ -145,7 +140,7 @@ class _Master:
     ``nh0`` of them, so rows added later follow it.
     """
 
-    def __init__(self, L, K, y, ll, kk, kind, par, big=None, ipm=False):
+    def __init__(self, L, K, y, ll, kk, kind, par, big=None, ipm=False, clock=WALL):
         big = SLACK_COST_START if big is None else big
         self.ipm = ipm  # stalled warm starts go to the interior-point method (IPM_WARM_ITER_MIN)
         self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
@@ -155,7 +150,7 @@ class _Master:
         self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
         self.hard_deadline = None  # the same for the interior-point method: the run's own deadline
         # a counted clock's turn (WorkClock): the simplex stops within the turn's iterations
-        self.clock, self.until = WallClock(), None
+        self.clock, self.until = clock, None
         self._turn_over = False  # the last warm start stopped at the turn's end
         self._dual_next = False
         self._ipm_run = 0  # interior-point solves since the last warm start that stalled (0: none)
@@ -377,8 +372,8 @@ class _Master:
             cap = (max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW * self.nrow) if self._large()
                    else max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
         if self.until is not None:
-            price = self.clock.simplex_iteration(self.h.getNumRow(), self.h.getNumCol(),
-                                                 self.h.getNumNz())
+            price = simplex_iteration_seconds(self.h.getNumRow(), self.h.getNumCol(),
+                                              self.h.getNumNz())
             turn = max(int((self.until - self.clock.now()) / price), 1)
         limit = min(x for x in (cap, turn, 2**31 - 1) if x is not None)
         self.h.setOptionValue("simplex_iteration_limit", limit)
@@ -508,17 +503,17 @@ class _ColumnGeneration:
         L, M = Phi.shape
         self.op, self.geo, self.kind, self.par, self.tol = op, geo, kind, par, tol
         self.max_rounds, self.deadline, self.record = int(max_rounds), deadline, record
-        self.clock = WallClock() if clock is None else clock
+        self.clock = WALL if clock is None else clock
         ll, kk = np.nonzero(np.arange(K)[None, :] != y[:, None])
         self.pricing = _Pricing(op, geo, ll, kk)
         if row_generation is None:
             row_generation = L * (K - 1) > ROWGEN_MIN_ROWS
         self.rows = _RowGeneration(op, _initial_rows(op)) if row_generation else None
         if row_generation:
-            self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par, ipm=True)
+            self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par, ipm=True,
+                                  clock=self.clock)
         else:
-            self.master = _Master(L, K, y, ll, kk, kind, par)
-        self.master.clock = self.clock
+            self.master = _Master(L, K, y, ll, kk, kind, par, clock=self.clock)
         self.best = None
         self.X = np.zeros((M + 1, K))
         self.Y = np.zeros((L, K))
@@ -545,7 +540,7 @@ class _ColumnGeneration:
             try:
                 X, Y, a, slack = pricing.master_point(master, kind, par)
             except TimeoutError:  # HiGHS stopped at the time limit: the last certified point
-                self.finished = _past(self.deadline)
+                self.finished = WALL.past(self.deadline)
                 break
             self.rounds += 1
             clock.round(op.n_samples, op.n_classes)
@@ -559,7 +554,7 @@ class _ColumnGeneration:
             if best.rel_gap <= self.tol:
                 self.converged = self.finished = True
                 break
-            if _past(self.deadline):
+            if WALL.past(self.deadline):
                 self.finished = True
                 break
             if not self._next_columns(TX, a, slack):

@@ -107,8 +107,8 @@ from ...model.penalties import make_penalty
 from ..registry import model_parameters, register_solver
 from . import highs
 from . import l2dual as _l2dual
-from .clock import WallClock, WorkClock
-from .colgen import _column_generation, _ColumnGeneration, _past
+from .clock import WALL, WorkClock
+from .colgen import _column_generation, _ColumnGeneration
 from .pdhg import _pdhg, _Problem
 from .qp import QP_MAX_VARS, QP_TIME_LIMIT, _best_biases, _l2_dual_qp
 
@@ -599,11 +599,11 @@ class _Portfolio:
                 target = allot
                 if lane is ws_lane and lanes[0][0] is cg_lane:
                     target = self._slow_target(ws_lane, cg_lane, tol, allot)
-                if eng.finished or lane.spent >= target or _past(deadline):
+                if eng.finished or lane.spent >= target or WALL.past(deadline):
                     continue
                 lane.run(eng, clock.now() + target - lane.spent)
                 cap = PORTFOLIO_EXTEND_CAP * allot
-                while not (eng.finished or _past(deadline)) and lane.spent < cap:
+                while not (eng.finished or WALL.past(deadline)) and lane.spent < cap:
                     left = lane.predicted(tol)  # near tol and falling fast: the turn goes on
                     if not left <= PORTFOLIO_EXTEND * lane.spent:
                         break
@@ -611,7 +611,7 @@ class _Portfolio:
                 if eng.converged:
                     done = lane, eng
                     break
-            if _past(deadline):
+            if WALL.past(deadline):
                 break
             allot *= 2.0
         if done is None:  # neither met tol: the smaller certified gap
@@ -686,7 +686,7 @@ class _WorkingSet:
         ``clock`` is that of :meth:`advance`'s ``until`` (default: the wall clock)."""
         self.X, self.Y, self.tol, self.max_iter = X, Y, tol, int(max_iter)
         self.deadline, self.settings, self.recorder = deadline, settings, recorder
-        self.clock = WallClock() if clock is None else clock
+        self.clock = WALL if clock is None else clock
         self.omega = self.best = self._current = None
         self.total = 0
         self.converged = self.finished = False
@@ -732,7 +732,7 @@ class _WorkingSet:
             elif self.total >= self.max_iter:
                 self.finished = True
             elif reason == "time":  # paused at ``until``, or stopped at the deadline
-                self.finished = self.deadline is not None and time.perf_counter() > self.deadline
+                self.finished = WALL.past(self.deadline)
                 break
             elif full:
                 self.finished = True

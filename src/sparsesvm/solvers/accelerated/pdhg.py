@@ -8,7 +8,6 @@ reflection and primal-weight updates on it (see the module docstring of
 :mod:`sparsesvm.solvers.accelerated.hinge` for the ingredients).
 """
 
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,7 +15,7 @@ import scipy.sparse as sp
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from ...model.operator import power_norm
 from ...model.projections import _project_simplex
-from .clock import WallClock
+from .clock import WALL, pdhg_iteration_seconds
 
 __all__ = ["_Problem", "_pdhg", "_sublevel_dual_step"]
 
@@ -153,8 +152,9 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=N
     the working set's next growth).
     """
     geo, op = prob.geo, prob.op
-    clock = WallClock() if clock is None else clock
-    con = prob.kind == "con"
+    clock = WALL if clock is None else clock
+    # an iteration's work besides its products (which the operator's meter counts)
+    step_work = pdhg_iteration_seconds(prob.L, prob.M, prob.K, prob.kind == "con") if clock.counted else 0.0
     s = 0.99 / prob.norm
     halpern = opts["restart"] == "halpern"
     rho = float(opts["reflection"]) if halpern else 0.0
@@ -187,7 +187,7 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=N
         Xn = primal_step(X, op.T_adjoint(Y))
         TXn = op.T(Xn)
         Yn = prob.dual_step(Y + sy[:, None] * (2.0 * TXn - TX), sy)
-        clock.pdhg_iteration(prob.L, prob.M, prob.K, con)
+        clock.charge(step_work)
         total += 1
         k += 1
         checked = (before + total) % check_every == 0
@@ -195,7 +195,7 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=N
             last = prob.certificate(Xn, Yn, TX=TXn)
             if last.rel_gap <= tol or (on_check is not None and on_check(Xn, Yn, last, total)):
                 return Xn, Yn, omega, total, last, "converged"
-        pause = clock.past(until) or (deadline is not None and time.perf_counter() > deadline)
+        pause = clock.past(until) or WALL.past(deadline)
         if not halpern:
             X, Y, TX = Xn, Yn, TXn
             if pause:
