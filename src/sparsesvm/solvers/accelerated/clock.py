@@ -16,10 +16,11 @@ The prices below are least-squares fits to the times of the engines'
 operations on the development machine, one BLAS thread
 (``benchmarks/calibrate_work_clock.py``: each engine alone on
 ``benchmarks/bench_engines.py``'s problems and MNIST at L = 5000). Over a
-whole run of one engine the counted seconds were 0.76 to 1.46 of the wall
-seconds there (column generation over-counted on MNIST and digits,
-under-counted on the dense noisy problems: its simplex iterations are the
-least regular part); a mispriced engine gets that much more or less of the
+whole run of one engine the counted seconds were 0.64 to 1.19 of the wall
+seconds in the same benchmark's run on this version (column generation
+over-counted on MNIST and digits, under-counted on the dense noisy problems:
+its simplex iterations are the least regular part; the README's "work clock"
+paragraph); a mispriced engine gets that much more or less of the
 portfolio's time, never a different certificate. Wall time still bounds a
 fit through ``max_time``.
 """
