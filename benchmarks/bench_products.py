@@ -22,7 +22,9 @@ Sparse weights (numba installed): ``Phi @ W`` over the non-zero entries of ``W``
 (``DenseProducts.forward_sparse``), at each of ``--densities`` (``W`` zero in runs of 81
 rows within a class, as E2's l1,inf groups leave it), against the faster dense orientation,
 the largest difference from the dense product, and the density below which the package's
-own ``DenseProducts.tune_sparse`` (timed at a quarter density) takes it on this machine.
+own ``DenseProducts.tune_sparse`` (timed at a quarter density) takes it on this machine;
+likewise ``Phi^T G`` over the non-zero entries of ``G`` (``DenseProducts.adjoint_sparse``;
+``G``'s entries zero at random, as the dual's inactive classes leave them).
 
 Default shapes: MNIST scattering (M = 3969, K = 10) at E2/E4's and E5's training sizes,
 leukemia (M = 7129, K = 3) at E1's, and load_digits (M = 64, K = 10).
@@ -124,10 +126,16 @@ def bench_sparse(L, M, K, densities, repeats, min_ms, seed=0):
     if "sparse_forward" not in prods.timings:
         return None  # no numba, Phi above SPARSE_FORWARD_MAX_BYTES or below TUNE_MIN_SIZE
     Ws = {d: block_sparse(rng, M, K, d) for d in densities}
-    dense_W = Ws[densities[0]]
+    Gs = {d: rng.standard_normal((L, K)) * (rng.random((L, K)) < d) for d in densities}
+    dense_W, dense_G, out = Ws[densities[0]], Gs[densities[0]], np.empty((M, K))
     calls = {"dense_direct": lambda: prods.forward(dense_W, False),
-             "dense_transposed": lambda: prods.forward(dense_W, True)}
+             "dense_transposed": lambda: prods.forward(dense_W, True),
+             "adjoint_direct": lambda: prods.adjoint(dense_G, out, False),
+             "adjoint_transposed": lambda: prods.adjoint(dense_G, out, True)}
     calls.update({f"sparse_{d}": (lambda d=d: prods.forward_sparse(Ws[d])) for d in densities})
+    if "sparse_adjoint" in prods.timings:
+        calls.update({f"sparse_adjoint_{d}": (lambda d=d: prods.adjoint_sparse(Gs[d], out))
+                      for d in densities})
     times = {name: [] for name in calls}
     for _ in range(repeats):
         for name, fn in calls.items():
@@ -136,11 +144,21 @@ def bench_sparse(L, M, K, densities, repeats, min_ms, seed=0):
     dense = min(med["dense_direct"], med["dense_transposed"])
     error = max(float(np.abs(prods.forward_sparse(W) - Phi @ W).max() / max(np.abs(Phi @ W).max(), 1e-300))
                 for W in Ws.values())
-    return dict(L=L, M=M, K=K, dense_ms=1e3 * dense,
-                sparse_ms={str(d): 1e3 * med[f"sparse_{d}"] for d in densities},
-                actual_density={str(d): float(np.count_nonzero(W) / W.size) for d, W in Ws.items()},
-                max_rel_difference=error,
-                tuned_max_density=prods.sparse_max_nnz / (M * K))
+    row = dict(L=L, M=M, K=K, dense_ms=1e3 * dense,
+               sparse_ms={str(d): 1e3 * med[f"sparse_{d}"] for d in densities},
+               actual_density={str(d): float(np.count_nonzero(W) / W.size) for d, W in Ws.items()},
+               max_rel_difference=error,
+               tuned_max_density=prods.sparse_max_nnz / (M * K),
+               adjoint_dense_ms=1e3 * min(med["adjoint_direct"], med["adjoint_transposed"]))
+    if "sparse_adjoint" in prods.timings:
+        row.update(
+            sparse_adjoint_ms={str(d): 1e3 * med[f"sparse_adjoint_{d}"] for d in densities},
+            adjoint_actual_density={str(d): float(np.count_nonzero(G) / G.size) for d, G in Gs.items()},
+            adjoint_max_rel_difference=max(
+                float(np.abs(prods.adjoint_sparse(G, out) - Phi.T @ G).max()
+                      / max(np.abs(Phi.T @ G).max(), 1e-300)) for G in Gs.values()),
+            tuned_adjoint_max_density=prods.sparse_adjoint_max_nnz / (L * K))
+    return row
 
 
 def bench_csr(name, Phi, K, row_densities, repeats, min_ms, seed=0):
@@ -229,7 +247,7 @@ def main(argv=None):
     sparse_rows = []
     if args.densities and args.shapes:
         dens = args.densities
-        print_header(["L", "M", "K", "dense, faster orientation (ms)"]
+        print_header(["L", "M", "K", "product", "dense, faster orientation (ms)"]
                      + [f"sparse at {d:g} (ms)" for d in dens]
                      + ["max rel. difference", "tuned: sparse below density"])
         for text in args.shapes:
@@ -239,10 +257,16 @@ def main(argv=None):
                       "the sizes DenseProducts.tune_sparse times) |")
                 continue
             sparse_rows.append(row)
-            cells = " | ".join(f"{row['sparse_ms'][str(d)]:.3f} ({row['dense_ms'] / row['sparse_ms'][str(d)]:.2f}x)"
-                               for d in dens)
-            print(f"| {row['L']} | {row['M']} | {row['K']} | {row['dense_ms']:.3f} | {cells} | "
-                  f"{row['max_rel_difference']:.1e} | {row['tuned_max_density']:.2f} |", flush=True)
+            for product, key, dense, diff, tuned in (
+                    ("Phi @ W", "sparse_ms", "dense_ms", "max_rel_difference", "tuned_max_density"),
+                    ("Phi^T G", "sparse_adjoint_ms", "adjoint_dense_ms", "adjoint_max_rel_difference",
+                     "tuned_adjoint_max_density")):
+                if key not in row:
+                    continue
+                cells = " | ".join(f"{row[key][str(d)]:.3f} ({row[dense] / row[key][str(d)]:.2f}x)"
+                                   for d in dens)
+                print(f"| {row['L']} | {row['M']} | {row['K']} | {product} | {row[dense]:.3f} | {cells} | "
+                      f"{row[diff]:.1e} | {row[tuned]:.2f} |", flush=True)
     csr_rows = []
     if args.news20 or args.csr_shapes:
         rd = args.row_densities

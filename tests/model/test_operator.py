@@ -318,12 +318,13 @@ def _block_sparse(rng, M, K, density, run=8):
     return rng.standard_normal((M, K)) * mask
 
 
+@pytest.mark.parametrize("M", [500, 503])  # a whole number of fours of rows, and three more
 @pytest.mark.parametrize("pattern", ["blocks", "entries", "zero", "one class", "dense"])
-def test_sparse_forward_product_against_long_double(pattern):
+def test_sparse_forward_product_against_long_double(pattern, M):
     """The compiled product over the non-zero weights, against a long-double sum."""
     pytest.importorskip("numba")
     rng = np.random.default_rng(7)
-    L, M, K = 23, 500, 6
+    L, K = 23, 6
     Phi = np.ascontiguousarray(rng.standard_normal((L, M)))
     W = {"blocks": lambda: _block_sparse(rng, M, K, 0.3),
          "entries": lambda: rng.standard_normal((M, K)) * (rng.random((M, K)) < 0.2),
@@ -366,35 +367,117 @@ def test_forward_takes_the_sparse_product_below_its_measured_limit(monkeypatch):
     assert calls == [1]
 
 
+@pytest.mark.parametrize("pattern", ["entries", "odd and even counts", "zero", "one class",
+                                     "one sample", "dense"])
+def test_sparse_adjoint_product_against_long_double(pattern):
+    """The compiled adjoint over the non-zero entries of G, against a long-double sum:
+    every count of non-zeros in a class (0 to L, odd and even: the kernel's first pass,
+    its fours and its last pair)."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(11)
+    L, M, K = 13, 301, 14
+    Phi = np.ascontiguousarray(rng.standard_normal((L, M)))
+    counts = np.zeros((L, K), bool)
+    for k in range(K):  # class k: its first k samples (k = 0 .. 13 non-zeros)
+        counts[:k, k] = True
+    G = rng.standard_normal((L, K)) * {
+        "entries": lambda: rng.random((L, K)) < 0.3,
+        "odd and even counts": lambda: counts,
+        "zero": lambda: np.zeros((L, K), bool),
+        "one class": lambda: np.eye(K, dtype=bool)[[3] * L],
+        "one sample": lambda: np.eye(L, dtype=bool)[:, [5] * K],
+        "dense": lambda: np.ones((L, K), bool)}[pattern]()
+    exact = (Phi.T.astype(np.longdouble) @ G.astype(np.longdouble)).astype(float)
+    full = np.full((M + 1, K), np.nan)  # written into the rows of a (M + 1, K) array, as T_adjoint does
+    out = DenseProducts(Phi, K).adjoint_sparse(G, full[:-1])
+    assert out.base is full and np.isnan(full[-1]).all()
+    np.testing.assert_allclose(out, exact, rtol=1e-13, atol=1e-13 * max(np.abs(exact).max(), 1.0))
+    if pattern == "zero":
+        assert not out.any()
+
+
+def test_adjoint_takes_the_sparse_product_below_its_measured_limit(monkeypatch):
+    """tune_sparse() times the sparse adjoint empty and at a quarter density, and sets the
+    non-zeros of G up to which the line through the two beats 0.9 times BLAS' product;
+    adjoint() takes it then (only with skip_zero_weights and no orientation asked for)."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    Phi = np.ascontiguousarray(np.abs(rng.standard_normal((60, 1000))))  # above TUNE_MIN_SIZE
+    prods = DenseProducts(Phi, 10)
+    prods.tune()
+    assert "sparse_adjoint" not in prods.timings and prods.sparse_adjoint_max_nnz == 0
+    prods.tune_sparse()
+    t = prods.timings["sparse_adjoint"]
+    budget = 0.9 * min(prods.timings["adjoint"].values()) - t["seconds_empty"]
+    expected = (0 if budget <= 0 else 600 if t["seconds"] <= t["seconds_empty"]
+                else min(600, int(budget * t["nnz"] / (t["seconds"] - t["seconds_empty"]))))
+    assert prods.sparse_adjoint_max_nnz == t["max_nnz"] == expected
+    assert 0 < t["nnz"] < 600
+    prods.sparse_adjoint_max_nnz = 100  # pinned for the test: whatever this machine measured
+    calls = []
+    real = DenseProducts.adjoint_sparse
+    monkeypatch.setattr(DenseProducts, "adjoint_sparse",
+                        lambda self, G, out: calls.append(1) or real(self, G, out))
+    G = rng.standard_normal((60, 10)) * (rng.random((60, 10)) < 0.1)
+    assert np.count_nonzero(G) <= 100
+    out = np.empty((1000, 10))
+    exact = (Phi.T.astype(np.longdouble) @ G.astype(np.longdouble)).astype(float)
+    prods.adjoint(G, out)  # skip_zero_weights not set: BLAS
+    assert calls == []
+    prods.skip_zero_weights = True
+    np.testing.assert_allclose(prods.adjoint(G, out), exact, rtol=1e-12, atol=1e-12)
+    assert calls == [1]
+    prods.adjoint(rng.standard_normal((60, 10)), out)  # dense: BLAS
+    prods.adjoint(G, out, transposed=False)  # an orientation asked for: BLAS
+    prods.adjoint(G, np.empty((10, 1000)).T)  # an F-ordered out: BLAS
+    assert calls == [1]
+
+
 def test_no_sparse_product_without_the_kernel(monkeypatch):
     from sparsesvm.solvers import _kernels
 
     monkeypatch.setattr(_kernels, "sparse_forward", lambda: None)
+    monkeypatch.setattr(_kernels, "sparse_adjoint", lambda: None)
     prods = DenseProducts(np.abs(np.random.default_rng(0).standard_normal((60, 1000))), 10)
     prods.tune_sparse()
     assert prods.sparse_max_nnz == 0 and "sparse_forward" not in prods.timings
+    assert prods.sparse_adjoint_max_nnz == 0 and "sparse_adjoint" not in prods.timings
     assert prods._PhiT is None  # no copy of Phi^T kept
 
 
-@pytest.mark.parametrize("method", ["hinge-reg", "logit"])
-def test_sparse_forward_product_does_not_change_a_fit(method):
-    """A paper fit (or logit's forward-backward) whose forward products skip the zero
-    weights, against one with BLAS': the same iterates to rounding."""
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con", "logit"])
+def test_sparse_products_do_not_change_a_fit(method, monkeypatch):
+    """A paper fit (or logit's forward-backward) whose products skip the zero weights and
+    the zero entries of G, against one with BLAS': the same iterates to rounding."""
     pytest.importorskip("numba")
     from sparsesvm.model.penalties import make_penalty
-    from sparsesvm.solvers import hinge_reg, logit
+    from sparsesvm.solvers import hinge_con, hinge_reg, logit
 
     Phi, y = make_problem(40, 300, 4, seed=3)
     pen = make_penalty("l1inf", 5, 300, 4)
     fit = {"hinge-reg": lambda op: hinge_reg(op, pen, 10.0, tol=0.0, max_iter=300),
+           "hinge-con": lambda op: hinge_con(op, pen, 8.0, tol=0.0, max_iter=300),
            "logit": lambda op: logit(op, pen, 0.3, tol=0.0, max_iter=300)}[method]
+    calls = {"forward": 0, "adjoint": 0}
+    real = {"forward": DenseProducts.forward_sparse, "adjoint": DenseProducts.adjoint_sparse}
+
+    def counted(name):
+        def call(self, *args):
+            calls[name] += 1
+            return real[name](self, *args)
+        return call
+
+    monkeypatch.setattr(DenseProducts, "forward_sparse", counted("forward"))
+    monkeypatch.setattr(DenseProducts, "adjoint_sparse", counted("adjoint"))
     results = []
     for limit in (0, 10**9):
         op = MulticlassOperator(Phi, y, 4)
         op.products.transposed = {"forward": False, "adjoint": False}
-        op.products.sparse_max_nnz = limit  # never / always the sparse product
+        op.products.sparse_max_nnz = limit  # never / always the sparse products
+        op.products.sparse_adjoint_max_nnz = limit
         results.append(fit(op))
         assert op.products.skip_zero_weights  # these loops ask for it
+        assert (min(calls.values()) > 0) == (limit > 0)
     assert 0 < np.count_nonzero(results[1].X[:-1]) < results[1].X[:-1].size
     np.testing.assert_allclose(results[0].X, results[1].X, rtol=1e-9, atol=1e-12)
 

@@ -28,7 +28,7 @@ def _step(pen, X, V, tau, out=None):
     return out, nn, cross
 
 
-SHAPES = [(23, 3), (162, 10), (40, 1), (9, 2), (31, 20)]
+SHAPES = [(23, 3), (162, 10), (40, 1), (9, 2), (31, 20), (29, 7)]
 
 
 @pytest.mark.parametrize("name,groups,M,K", [

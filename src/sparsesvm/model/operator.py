@@ -86,6 +86,16 @@ class DenseProducts:
     (:func:`sparsesvm.solvers._kernels.nonzero_count`: numpy's count of a float64 array is
     slow next to the product it chooses at E2's L = 30; README, "The library on its own").
 
+    Sparse duals: likewise ``Phi^T G`` needs only ``G[l, k] * Phi[l, :]`` for the non-zero
+    entries of ``G``, and at the supports of the primal-dual solvers most are 0 (a sample
+    whose dual row holds only its true class has a zero row of ``G``; E2's hinge jobs:
+    62-81 % zeros). :meth:`tune_sparse` times the compiled adjoint over them
+    (:func:`sparsesvm.solvers._kernels_jit.sparse_adjoint`) with no non-zero and at
+    :data:`SPARSE_TUNE_DENSITY`, and, with ``skip_zero_weights``, :meth:`adjoint` takes
+    it whenever ``G`` has at most ``sparse_adjoint_max_nnz`` non-zeros (the line through
+    the two timings below 0.9 times the faster BLAS orientation). Its sums, too, run in
+    another order than BLAS'.
+
     Parameters
     ----------
     Phi : ndarray of float64, shape (L, M), C-contiguous
@@ -99,12 +109,17 @@ class DenseProducts:
         None until :meth:`tune` has run.
     timings : dict
         Seconds of each orientation measured by :meth:`tune` (empty when not timed), and
-        of the sparse forward product at :data:`SPARSE_TUNE_DENSITY` (``"sparse_forward"``).
+        of the sparse forward product at :data:`SPARSE_TUNE_DENSITY` (``"sparse_forward"``)
+        and of the sparse adjoint empty and at that density (``"sparse_adjoint"``).
     sparse_max_nnz : int
         :meth:`forward` skips zero weights when ``W`` has at most this many non-zeros (0:
         never; set by :meth:`tune_sparse`) and ``skip_zero_weights`` is set.
+    sparse_adjoint_max_nnz : int
+        :meth:`adjoint` skips the zero entries of ``G`` when it has at most this many
+        non-zeros (0: never; set by :meth:`tune_sparse`) and ``skip_zero_weights`` is set.
     skip_zero_weights : bool
-        Whether :meth:`forward` may take the sparse product (default False).
+        Whether :meth:`forward` and :meth:`adjoint` may take the sparse products (default
+        False).
     """
 
     def __init__(self, Phi, n_classes):
@@ -116,6 +131,9 @@ class DenseProducts:
         self.skip_zero_weights = False
         self._PhiT = None  # row-major Phi^T and the compiled kernel of forward_sparse
         self._sparse_kernel = None
+        self.sparse_adjoint_max_nnz = 0
+        self._adjoint_kernel = None  # the compiled kernel of adjoint_sparse and its work array
+        self._bufT = None
         self._count = np.count_nonzero  # the compiled count once tune_sparse loads the kernels
 
     def tune(self):
@@ -149,7 +167,8 @@ class DenseProducts:
         return choice
 
     def tune_sparse(self):
-        """Time the product over the non-zero weights once; set ``sparse_max_nnz``.
+        """Time the products over the non-zero weights and the non-zero entries of ``G``
+        once; set ``sparse_max_nnz`` and ``sparse_adjoint_max_nnz``.
 
         After :meth:`tune` (called here), from its size threshold on: the compiled product
         at :data:`SPARSE_TUNE_DENSITY` against the faster dense orientation. Nothing when
@@ -164,8 +183,7 @@ class DenseProducts:
             return  # timed already, or Phi below TUNE_MIN_SIZE, or SPARSESVM_TUNE=0
         if self.Phi.nbytes > SPARSE_FORWARD_MAX_BYTES:
             return
-        from ..solvers import _kernels  # the compiled kernels (numba optional)
-
+        _kernels = _kernels_module()
         if (self.Phi.shape[1] + 1) * self.n_classes < _kernels.MIN_SIZE:
             return  # too few weights for the compiled kernels to be loaded at all
         kernel = self._sparse_kernel = _kernels.sparse_forward()
@@ -189,6 +207,40 @@ class DenseProducts:
                                           "max_nnz": self.sparse_max_nnz}
         if self.sparse_max_nnz == 0:
             self._PhiT = None
+        self._tune_sparse_adjoint(rng)
+
+    def _tune_sparse_adjoint(self, rng):
+        """Time the adjoint over the non-zero entries of ``G``; set ``sparse_adjoint_max_nnz``.
+
+        Its time is about a constant (zeroing and transposing the (M, K) result) plus a
+        cost per non-zero (a pass over a row of ``Phi``): timed with no non-zero and at
+        :data:`SPARSE_TUNE_DENSITY` (entries drawn at random), the line through the two
+        says up to which count it beats 0.9 times the faster BLAS orientation.
+        """
+        kernel = _kernels_module().sparse_adjoint()
+        if kernel is None:
+            return
+        self._adjoint_kernel = kernel
+        L, M = self.Phi.shape
+        K = self.n_classes
+        dense_seconds = min(self.timings["adjoint"].values())
+        G = rng.standard_normal((L, K)) * (rng.random((L, K)) < SPARSE_TUNE_DENSITY)
+        out = np.empty((M, K))
+        empty = _least_seconds(self.adjoint_sparse, np.zeros((L, K)), out, repeats=5)
+        seconds = _least_seconds(self.adjoint_sparse, G, out, repeats=5)
+        nnz = int(np.count_nonzero(G))
+        budget = 0.9 * dense_seconds - empty
+        if budget <= 0:
+            limit = 0
+        elif seconds <= empty or nnz == 0:
+            limit = L * K
+        else:
+            limit = min(L * K, int(budget * nnz / (seconds - empty)))
+        self.sparse_adjoint_max_nnz = limit
+        self.timings["sparse_adjoint"] = {"seconds_empty": empty, "seconds": seconds, "nnz": nnz,
+                                          "max_nnz": limit}
+        if limit == 0:
+            self._adjoint_kernel = self._bufT = None
 
     def row_major_t(self):
         """``Phi^T`` as a C-ordered (M, L) array, made on the first call and kept (the
@@ -204,12 +256,22 @@ class DenseProducts:
         The kernel and the row-major copy of ``Phi^T`` are looked up and made once per
         operator (by :meth:`tune_sparse`, or by the first call), not in every iteration."""
         if self._sparse_kernel is None:
-            from ..solvers import _kernels
-
-            self._sparse_kernel = _kernels.sparse_forward()
+            self._sparse_kernel = _kernels_module().sparse_forward()
         outT = np.empty((self.n_classes, self.Phi.shape[0]))
         self._sparse_kernel(self.row_major_t(), np.ascontiguousarray(W, dtype=np.float64), outT)
         return np.ascontiguousarray(outT.T)
+
+    def adjoint_sparse(self, G, out):
+        """``Phi.T @ G`` over the non-zero entries of ``G``, written into ``out`` ((M, K),
+        C-ordered float64; compiled: numba needed).
+
+        The kernel is looked up, and its (K, M) work array made, once per operator."""
+        if self._adjoint_kernel is None:
+            self._adjoint_kernel = _kernels_module().sparse_adjoint()
+        if self._bufT is None:
+            self._bufT = np.empty((self.n_classes, self.Phi.shape[1]))
+        self._adjoint_kernel(self.Phi, np.ascontiguousarray(G, dtype=np.float64), self._bufT, out)
+        return out
 
     def forward(self, W, transposed=None):
         """``Phi @ W`` as a new C-ordered (L, K) array; ``W``: (M, K) float64.
@@ -234,6 +296,9 @@ class DenseProducts:
         or True (``(G^T Phi)^T``)."""
         if transposed is None:
             transposed = self.tune()["adjoint"]
+            if (self.skip_zero_weights and self.sparse_adjoint_max_nnz and out.flags.c_contiguous
+                    and self._count(np.ascontiguousarray(G, dtype=np.float64)) <= self.sparse_adjoint_max_nnz):
+                return self.adjoint_sparse(G, out)
         if not transposed:
             return np.matmul(self.Phi.T, G, out=out)
         out[...] = (np.ascontiguousarray(G.T) @ self.Phi).T
@@ -299,8 +364,7 @@ class SparseProducts:
         """
         if self.compiled is not None:
             return self.use
-        from ..solvers import _kernels  # the compiled kernels (numba optional)
-
+        _kernels = _kernels_module()
         kernels = None
         if self.PhiT1.shape[0] * self.n_classes >= _kernels.MIN_SIZE and _tuning():
             kernels = _kernels.sparse_products()
@@ -353,6 +417,14 @@ class SparseProducts:
         out = np.empty((self.PhiT1.shape[0], G.shape[1]))
         self._kernel(1)(*self._arrays, G, out)
         return out
+
+
+def _kernels_module():
+    """:mod:`sparsesvm.solvers._kernels`, the compiled kernels (numba optional), imported
+    when first needed (the solvers import this module)."""
+    from ..solvers import _kernels
+
+    return _kernels
 
 
 def _tuning():
@@ -740,9 +812,10 @@ class MulticlassOperator:
         Parameters
         ----------
         skip_zero_weights : bool, default=False
-            Whether :meth:`scores` and :meth:`T` may skip the zero weights of a dense
-            product (when measured faster; :class:`DenseProducts`), until the next call.
-            The primal-dual solvers ask for it.
+            Whether :meth:`scores` and :meth:`T` may skip the zero weights, and
+            :meth:`T_adjoint` the zero entries of ``G``, of a dense product (when measured
+            faster; :class:`DenseProducts`), until the next call. The primal-dual solvers
+            ask for it.
 
         Returns
         -------

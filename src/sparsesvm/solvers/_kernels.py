@@ -251,6 +251,16 @@ def sparse_forward():
     return None if kernels is None else kernels.sparse_forward
 
 
+def sparse_adjoint():
+    """The compiled ``sparse_adjoint(Phi, G, bufT, out)`` (``out = Phi^T @ G`` over the
+    non-zero entries of ``G``; float64 C-contiguous arrays (L, M), (L, K), (K, M) scratch,
+    (M, K)), or None when the kernels are unavailable. Used by
+    :class:`sparsesvm.model.operator.DenseProducts` when it measures the product faster than
+    BLAS' dense one for ``G``'s sparsity."""
+    kernels = _load()
+    return None if kernels is None else kernels.sparse_adjoint
+
+
 def nonzero_count():
     """The compiled ``nonzero_count(W)`` (``np.count_nonzero`` of a float64 C-contiguous 2-D
     array, faster), or None when the kernels are unavailable. Used by
