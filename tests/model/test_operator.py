@@ -396,6 +396,23 @@ def test_sparse_adjoint_product_against_long_double(pattern):
         assert not out.any()
 
 
+def test_sparse_products_on_read_only_arrays():
+    """Features memory-mapped read-only from disk (the workflow's jobs) and read-only
+    weights and duals go through the sparse products as through BLAS'."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(2)
+    Phi = np.ascontiguousarray(rng.standard_normal((20, 120)))
+    Phi.setflags(write=False)
+    W = rng.standard_normal((120, 4)) * (rng.random((120, 4)) < 0.3)
+    G = rng.standard_normal((20, 4)) * (rng.random((20, 4)) < 0.3)
+    W.setflags(write=False)
+    G.setflags(write=False)
+    prods = DenseProducts(Phi, 4)
+    np.testing.assert_allclose(prods.forward_sparse(W), Phi @ W, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(prods.adjoint_sparse(G, np.empty((120, 4))), Phi.T @ G,
+                               rtol=1e-13, atol=1e-13)
+
+
 def test_adjoint_takes_the_sparse_product_below_its_measured_limit(monkeypatch):
     """tune_sparse() times the sparse adjoint empty and at a quarter density, and sets the
     non-zeros of G up to which the line through the two beats 0.9 times BLAS' product;

@@ -18,6 +18,8 @@ from numba import types
 # (infinities and NaN keep their IEEE meaning)
 _OPTIONS = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 _C2 = types.float64[:, ::1]
+#: read-only input accepted too (features memory-mapped from disk; a writable array converts)
+_R2 = types.Array(types.float64, 2, "C", readonly=True)
 #: rows per chunk of :func:`step`'s passes over within-class groups (whole blocks of groups)
 _CHUNK_ROWS = 64
 #: ``step(X, V, tau, b, kind, out) -> (nn, cross)``, arrays float64 C-contiguous
@@ -422,10 +424,9 @@ def epigraph_step(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
         xi[r] = sigma * (z - t)
 
 
-_FORWARD_SIGNATURE = types.void(_C2, _C2, _C2)
 
 
-@njit(_FORWARD_SIGNATURE)
+@njit(types.void(_R2, _R2, _C2))
 def sparse_forward(PhiT, W, outT):
     """``outT = (Phi @ W)^T`` over the non-zero entries of ``W`` only.
 
@@ -481,7 +482,7 @@ def sparse_forward(PhiT, W, outT):
                     o[i] += w0 * p0[i]
 
 
-_ADJOINT_SIGNATURE = types.void(_C2, _C2, _C2, _C2)
+_ADJOINT_SIGNATURE = types.void(_R2, _R2, _C2, _C2)
 
 
 @njit(_ADJOINT_SIGNATURE)
