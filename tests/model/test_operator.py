@@ -411,6 +411,18 @@ def test_sparse_products_on_read_only_arrays():
     np.testing.assert_allclose(prods.forward_sparse(W), Phi @ W, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(prods.adjoint_sparse(G, np.empty((120, 4))), Phi.T @ G,
                                rtol=1e-13, atol=1e-13)
+    # and through forward() and adjoint(), whose count of non-zeros picks them (the
+    # compiled count once tune_sparse has loaded it, on read-only arrays too)
+    from sparsesvm.solvers import _kernels
+
+    count = _kernels.nonzero_count()
+    assert count(W) == np.count_nonzero(W) and count(G) == np.count_nonzero(G)
+    prods._count = count
+    prods.skip_zero_weights = True
+    prods.sparse_max_nnz = prods.sparse_adjoint_max_nnz = 10**9
+    np.testing.assert_allclose(prods.forward(W), Phi @ W, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(prods.adjoint(G, np.empty((120, 4))), Phi.T @ G,
+                               rtol=1e-13, atol=1e-13)
 
 
 def test_adjoint_takes_the_sparse_product_below_its_measured_limit(monkeypatch):

@@ -132,6 +132,7 @@ class DenseProducts:
         self._PhiT = None  # row-major Phi^T and the compiled kernel of forward_sparse
         self._sparse_kernel = None
         self.sparse_adjoint_max_nnz = 0
+        self._sparse_tuned = False  # tune_sparse has run
         self._adjoint_kernel = None  # the compiled kernel of adjoint_sparse and its work array
         self._bufT = None
         self._count = np.count_nonzero  # the compiled count once tune_sparse loads the kernels
@@ -170,27 +171,39 @@ class DenseProducts:
         """Time the products over the non-zero weights and the non-zero entries of ``G``
         once; set ``sparse_max_nnz`` and ``sparse_adjoint_max_nnz``.
 
-        After :meth:`tune` (called here), from its size threshold on: the compiled product
-        at :data:`SPARSE_TUNE_DENSITY` against the faster dense orientation. Nothing when
-        numba is missing, ``Phi`` is below :data:`TUNE_MIN_SIZE` entries (times K) or above
-        :data:`SPARSE_FORWARD_MAX_BYTES`, with fewer weights than the compiled kernels'
-        :data:`sparsesvm.solvers._kernels.MIN_SIZE`, with ``SPARSESVM_TUNE=0``, or when it
-        was timed already. Separate from :meth:`tune` so that a solver that never skips
-        zero weights does not load the compiled kernels for it.
+        After :meth:`tune` (called here), from its size threshold on: each compiled product
+        against the faster dense orientation (:meth:`_tune_sparse_forward`,
+        :meth:`_tune_sparse_adjoint`). Nothing when numba is missing, ``Phi`` is below
+        :data:`TUNE_MIN_SIZE` entries (times K), with fewer weights than the compiled
+        kernels' :data:`sparsesvm.solvers._kernels.MIN_SIZE`, with ``SPARSESVM_TUNE=0``, or
+        when it was timed already; no forward product above
+        :data:`SPARSE_FORWARD_MAX_BYTES` (its copy of ``Phi^T``). Separate from :meth:`tune`
+        so that a solver that never skips zero weights does not load the compiled kernels
+        for it.
         """
         self.tune()
-        if "sparse_forward" in self.timings or "forward" not in self.timings:
+        if self._sparse_tuned or "forward" not in self.timings:
             return  # timed already, or Phi below TUNE_MIN_SIZE, or SPARSESVM_TUNE=0
-        if self.Phi.nbytes > SPARSE_FORWARD_MAX_BYTES:
-            return
+        self._sparse_tuned = True
         _kernels = _kernels_module()
         if (self.Phi.shape[1] + 1) * self.n_classes < _kernels.MIN_SIZE:
             return  # too few weights for the compiled kernels to be loaded at all
-        kernel = self._sparse_kernel = _kernels.sparse_forward()
+        count = _kernels.nonzero_count()
+        if count is None:
+            return  # no numba
+        self._count = count
+        rng = np.random.default_rng(1)
+        if self.Phi.nbytes <= SPARSE_FORWARD_MAX_BYTES:
+            self._tune_sparse_forward(rng)
+        self._tune_sparse_adjoint(rng)
+
+    def _tune_sparse_forward(self, rng):
+        """Time the product over the non-zero weights at :data:`SPARSE_TUNE_DENSITY`; set
+        ``sparse_max_nnz`` (its time taken as proportional to the non-zeros, with a 10 %
+        margin against the faster BLAS orientation)."""
+        kernel = self._sparse_kernel = _kernels_module().sparse_forward()
         if kernel is None:
             return
-        self._count = _kernels.nonzero_count()
-        rng = np.random.default_rng(1)
         M, K = self.Phi.shape[1], self.n_classes
         dense_seconds = min(self.timings["forward"].values())
         PhiT = self.row_major_t()
@@ -207,7 +220,6 @@ class DenseProducts:
                                           "max_nnz": self.sparse_max_nnz}
         if self.sparse_max_nnz == 0:
             self._PhiT = None
-        self._tune_sparse_adjoint(rng)
 
     def _tune_sparse_adjoint(self, rng):
         """Time the adjoint over the non-zero entries of ``G``; set ``sparse_adjoint_max_nnz``.

@@ -147,10 +147,10 @@ def step(X, V, tau, b, kind, out):
     sum, its scale or clip level by :func:`group_scale`, the prox by
     :func:`apply`; an l1,2 row scaled to 0 is written as zeros). Within-class groups: chunks of whole blocks (about
     :data:`_CHUNK_ROWS` rows, in cache throughout), each through short loops
-    the compiler vectorises: the shifted point, the groups' sums (one row of K
-    sums per block; for l1,inf their maxima too, in the same loop across the K
-    groups rather than a chain of maxima in each group's gather), their scales
-    or clip levels, the prox of every entry, the two inner products. Indices are
+    the compiler vectorises: the shifted point, the groups' sums (for l1,inf
+    their maxima too; :func:`block_sums`, four groups' chains at a time in
+    registers), their scales or clip levels, the prox of every entry, the two
+    inner products. Indices are
     unsigned (numba then drops its negative-index test from every access) and no
     array view is made per row (each view costs a reference count). Same results as one pass per block with
     signed indices, in less time at E2's shapes (README, "One iteration's cost").
@@ -424,9 +424,10 @@ def epigraph_step(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
         xi[r] = sigma * (z - t)
 
 
+_FORWARD_SIGNATURE = types.void(_R2, _R2, _C2)
 
 
-@njit(types.void(_R2, _R2, _C2))
+@njit(_FORWARD_SIGNATURE)
 def sparse_forward(PhiT, W, outT):
     """``outT = (Phi @ W)^T`` over the non-zero entries of ``W`` only.
 
@@ -542,7 +543,7 @@ def sparse_adjoint(Phi, G, bufT, out):
             out[m, k] = bufT[k, m]
 
 
-@njit(types.int64(_C2))
+@njit(types.int64(_R2))
 def nonzero_count(W):
     """``np.count_nonzero(W)`` for a float64 C-contiguous ``W``, on the bits (an integer
     loop that vectorises; -0.0 counts as zero, NaN as non-zero, as in numpy), faster than
