@@ -282,11 +282,12 @@ def alpha_parameter(method, alpha, n_samples):
 
 def paper_fit(method, op, penalty, alpha, **options):
     """The paper's algorithm for ``method`` at ``alpha``: Algorithm 1 (hinge-reg), 2
-    (hinge-con), FISTA (square) or forward-backward (logit).
+    (hinge-con), the primal-dual loop on linear constraints (hinge-lin), FISTA (square,
+    and one-vs-all's per class: ova) or forward-backward (logit).
 
     Parameters
     ----------
-    method : {"hinge-reg", "hinge-con", "square", "logit"}
+    method : {"hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"}
     op : MulticlassOperator
         The problem (Phi of shape (L, M), labels, K classes).
     penalty : Penalty
@@ -294,18 +295,21 @@ def paper_fit(method, op, penalty, alpha, **options):
     alpha : float
     **options
         Passed to the solver (tol, max_iter, step_ratio, trace, ...); ``step_ratio``
-        is dropped for square and logit, which have no dual step.
+        is dropped for square, logit and ova, which have no dual step.
 
     Returns
     -------
     SolverResult
     """
     solvers = package("solvers")
-    solve = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con, "square": solvers.square,
-             "logit": solvers.logit}
-    if method in ("square", "logit"):
+    solve = {"hinge-reg": solvers.hinge_reg, "hinge-con": solvers.hinge_con,
+             "hinge-lin": solvers.hinge_lin, "square": solvers.square, "logit": solvers.logit}
+    if method in ("square", "logit", "ova"):
         options.pop("step_ratio", None)
-    return solve[method](op, penalty, **alpha_parameter(method, alpha, op.n_samples), **options)
+    weight = alpha_parameter(method, alpha, op.n_samples)
+    if method == "ova":  # its own products with Phi (no operator T)
+        return solvers.ova(op.Phi, op.y_idx, op.n_classes, penalty, **weight, **options)
+    return solve[method](op, penalty, **weight, **options)
 
 
 def cvx_optimum(method, Phi, y, K, penalty, groups, alpha):

@@ -275,17 +275,20 @@ def main(argv=None):
     ap.add_argument("--penalty", default="l1inf", choices=["l2", "l1", "l12", "l1inf"])
     ap.add_argument("--groups", default=None,
                     help="group size or 'features' (default 81 for l12/l1inf)")
-    ap.add_argument("--methods", nargs="+", choices=["hinge-reg", "hinge-con", "square", "logit"],
+    ap.add_argument("--methods", nargs="+",
+                    choices=["hinge-reg", "hinge-con", "hinge-lin", "square", "logit", "ova"],
                     default=["hinge-reg", "hinge-con"],
-                    help="square (FISTA) and logit (forward-backward) take --alpha-reg")
+                    help="hinge-lin takes --alpha-con; square (FISTA), logit (forward-backward) "
+                         "and ova (one FISTA per class) --alpha-reg")
     ap.add_argument("--paths", nargs="+", choices=["numba", "numpy"], default=None,
                     help="primal-update paths to time (default: both where numba is installed)")
     args = ap.parse_args(argv)
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     h.limit_blas(args.threads)
-    alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con, "square": args.alpha_reg,
-              "logit": args.alpha_reg}
+    alphas = {"hinge-reg": args.alpha_reg, "hinge-con": args.alpha_con,
+              "hinge-lin": args.alpha_con, "square": args.alpha_reg, "logit": args.alpha_reg,
+              "ova": args.alpha_reg}
     paths = args.paths or (["numba", "numpy"] if h.kernels.available() else ["numpy"])
     rows = []
     groups = args.groups

@@ -166,6 +166,45 @@ def test_momentum_step_restart_sign_and_checks():
     assert _kernels.momentum(_kernels.MIN_SIZE) is not None
 
 
+@pytest.mark.parametrize("shape", [(31, 20), (3970, 10), (5, 1), (0, 3)])
+def test_column_momentum_is_numpys(shape):
+    """One-vs-all's momentum: each column's sums as numpy's to rounding, the next points and
+    the copy of Xn to the bit."""
+    sums, extrapolate = _kernels.column_momentum(0, force=True)
+    rng = np.random.default_rng(sum(shape) + 1)
+    X, Xn, V = (rng.standard_normal(shape) * (rng.random(shape) < 0.4) for _ in range(3))
+    D = Xn - X
+    want = (np.sum(Xn * Xn, axis=0), np.sum(D * D, axis=0), np.einsum("ij,ij->j", V - Xn, D))
+    for got, w in zip(sums(X, Xn, V), want):
+        np.testing.assert_allclose(got, w, rtol=1e-12, atol=1e-12 * (np.abs(w).max(initial=0) + 1e-300))
+    coef = np.linspace(0.0, 0.9, shape[1])  # 0: a restarted class, whose next point is Xn
+    D *= coef
+    D += Xn
+    X2, V2 = X.copy(), V.copy()
+    extrapolate(X2, Xn, V2, coef)
+    np.testing.assert_array_equal(V2, D)
+    np.testing.assert_array_equal(X2, Xn)
+
+
+def test_column_momentum_checks():
+    sums, extrapolate = _kernels.column_momentum(0, force=True)
+    X, Xn = np.zeros((4, 3)), np.ones((4, 3))
+    nx, nd, rs = sums(X, Xn, 2.0 * Xn)  # V beyond Xn along the step: positive (restart)
+    np.testing.assert_array_equal(nx, [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(rs, [4.0, 4.0, 4.0])
+    assert np.all(sums(X, Xn, 0.5 * Xn)[2] == -2.0)  # V short of Xn: keep the momentum
+    with pytest.raises(ValueError, match="C-contiguous"):
+        sums(np.asfortranarray(np.ones((4, 3))), Xn, X)
+    with pytest.raises(ValueError, match="one shape"):
+        sums(X, Xn, np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="share memory"):
+        extrapolate(X, Xn, Xn, np.zeros(3))
+    with pytest.raises(ValueError, match="coef"):
+        extrapolate(X, Xn, np.zeros((4, 3)), np.zeros(4))
+    assert _kernels.column_momentum(_kernels.MIN_SIZE - 1) is None  # small: numpy
+    assert _kernels.column_momentum(_kernels.MIN_SIZE) is not None
+
+
 # --------------------------------------------------------------------------- the dual step
 
 def _dual_numpy(Y, TX, TXn, sR, sigma, lam):
@@ -336,6 +375,84 @@ def test_epigraph_step_only_where_it_applies(monkeypatch):
     monkeypatch.setattr(_kernels, "_kernel", None)
     monkeypatch.setenv("SPARSESVM_NUMBA", "0")
     assert _kernels.epigraph_step(10**9) is None
+
+
+# ------------------------------------------------------------------ the dual step of hinge-lin
+
+def _capped_orthant_by_bisection(m, eta):
+    """P onto {c >= 0, sum(c) <= eta}: max(m - t, 0) with t = 0, or t > 0 solving
+    sum(max(m - t, 0)) = eta (bisection on the decreasing sum)."""
+    if np.maximum(m, 0.0).sum() <= eta:
+        return np.maximum(m, 0.0)
+    lo, hi = 0.0, m.max()
+    for _ in range(300):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.maximum(m - mid, 0.0).sum() > eta else (lo, mid)
+    return np.maximum(m - 0.5 * (lo + hi), 0.0)
+
+
+@pytest.mark.parametrize("L,K", [(7, 3), (40, 10), (5, 20), (1, 2)])
+@pytest.mark.parametrize("eta_frac", [1e-9, 0.05, 0.5, 1e3])  # 1e3: the sum's cap is inactive
+def test_slack_step_is_the_projected_slacks_and_the_shifted_hinge(L, K, eta_frac):
+    from sparsesvm.solvers.baselines import SlackDual
+
+    rng = np.random.default_rng(L * K + 1)
+    Y, TX, TXn = (np.abs(rng.normal(size=(L, K))) for _ in range(3))
+    y = np.arange(L) % K
+    R = np.ones((L, K))
+    R[np.arange(L), y] = 0.0
+    c = np.abs(rng.normal(size=L))
+    c[0] = 0.0
+    Y[0] = TX[0] = TXn[0] = 0.0  # a row of zeros
+    if L > 1:
+        Y[1] = 1e9  # large values
+    sigma, tau, eta = 0.7, 0.4, eta_frac * L
+    sR = sigma * R
+    dual = _kernels.slack_step(Y.size, force=True)
+    got, gotc = np.empty_like(Y), np.empty(L)
+    dual(Y, TX, TXn, sR, c, sigma, tau, eta, got, gotc)
+    # the slacks: the projection of c + tau mean_k Y, against bisection on its threshold
+    m = c + tau * Y.mean(axis=1)
+    want_c = _capped_orthant_by_bisection(m, eta)
+    np.testing.assert_allclose(gotc, want_c, rtol=1e-9, atol=1e-12 * max(1.0, np.abs(m).max()))
+    assert np.all(gotc >= 0.0) and gotc.sum() <= eta * (1 + 1e-12) + 1e-12 * np.abs(m).max()
+    # the hinge rows from those slacks, written out term by term
+    want = np.maximum(0.0, Y + sigma * (2.0 * TXn - TX - (2.0 * gotc - c)[:, None]) + sR)
+    scale = np.abs(Y).max(axis=1, keepdims=True) + np.abs(TXn).max() + 1.0
+    assert np.all(np.abs(got - want) <= 1e-14 * K * scale)
+    # the numpy path of the solver's dual update (the reference the solvers are tested against)
+    op = MulticlassOperator(rng.normal(size=(L, 3)), y, K)
+    ref = SlackDual(op, make_penalty("l1", None, 3, K), eta)
+    ref.kernel = None
+    ref.start(tau, sigma)
+    ref.c = c.copy()
+    Yn, _, _ = ref(None, None, Y, TX.copy(), 0.0, TXn=TXn)
+    np.testing.assert_allclose(ref.c, gotc, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(m).max()))
+    assert np.all(np.abs(Yn - got) <= 1e-12 * np.abs(got) + 1e-14 * K * scale)
+    # out may be TX itself (the solver writes the new dual into the old T X buffer)
+    TX2 = TX.copy()
+    dual(Y, TX2, TXn, sR, c, sigma, tau, eta, TX2, np.empty(L))
+    np.testing.assert_array_equal(TX2, got)
+
+
+def test_slack_step_only_where_it_applies(monkeypatch):
+    assert _kernels.slack_step(_kernels.MIN_SIZE - 1) is None
+    assert _kernels.slack_step(_kernels.MIN_SIZE) is not None
+    Y, v = np.zeros((4, 3)), np.zeros(4)
+    dual = _kernels.slack_step(0, force=True)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        dual(Y, Y, Y, Y, v, 1.0, 1.0, 1.0, np.zeros((3, 4)).T, np.zeros(4))
+    with pytest.raises(ValueError, match="share memory"):
+        dual(Y, Y, Y, Y, v, 1.0, 1.0, 1.0, Y.copy(), v)
+    # a NaN (from data the estimators would have refused) ends, in NaN, not in an endless loop
+    Yn = np.ones((4, 3))
+    Yn[1, 1] = np.nan
+    out, cn = np.empty_like(Yn), np.empty(4)
+    dual(Yn, Y, Y, Y, v, 1.0, 1.0, 0.5, out, cn)
+    assert np.isnan(out).any() or np.isnan(cn).any()
+    monkeypatch.setattr(_kernels, "_kernel", None)
+    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    assert _kernels.slack_step(10**9) is None
 
 
 # --------------------------------------------------------------------------- the count of non-zeros

@@ -187,6 +187,48 @@ def momentum(size, force=False):
     return step
 
 
+def column_momentum(size, force=False):
+    """One-vs-all FISTA's compiled momentum, ``(sums, extrapolate)``, or None.
+
+    ``sums(X, Xn, V) -> (nx, nd, rs)``: each class's (column's) ``||Xn||^2``, ``||Xn -
+    X||^2`` and ``<V - Xn, Xn - X>`` in one pass (:func:`sparsesvm.solvers._kernels_jit.column_sums`);
+    ``extrapolate(X, Xn, V, coef)``: ``V = Xn + coef (Xn - X)`` column by column, rounded as
+    numpy rounds it, and ``X = Xn``, in another (:func:`~sparsesvm.solvers._kernels_jit.column_extrapolate`).
+    Arrays float64 C-contiguous of one shape (M + 1, n), ``coef`` of shape (n,); ``V`` and
+    ``X`` share memory with no other argument. None when the kernels are unavailable or
+    ``size`` (the number of parameters) is below :data:`MIN_SIZE` and ``force`` is False
+    (:func:`sparsesvm.solvers.ova` then uses the numpy path).
+    """
+    kernels = _kernels_for(size, force)
+    if kernels is None:
+        return None
+    ksums, kextra = kernels.column_sums, kernels.column_extrapolate
+
+    def check(X, Xn, V):
+        for a in (X, Xn, V):
+            if not a.flags.c_contiguous:
+                raise ValueError("the compiled momentum takes C-contiguous float64 arrays")
+        if not X.shape == Xn.shape == V.shape:  # the kernels do not check their indices
+            raise ValueError(f"X, Xn and V must have one shape; got {X.shape}, {Xn.shape}, {V.shape}")
+
+    def sums(X, Xn, V):
+        check(X, Xn, V)
+        out = np.empty((3, X.shape[1]))
+        ksums(X, Xn, V, out)
+        return out[0], out[1], out[2]
+
+    def extrapolate(X, Xn, V, coef):
+        check(X, Xn, V)
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        if coef.shape != (X.shape[1],):
+            raise ValueError(f"coef must have shape ({X.shape[1]},), got {coef.shape}")
+        if np.shares_memory(V, X) or np.shares_memory(V, Xn) or np.shares_memory(X, Xn):
+            raise ValueError("X, Xn and V must not share memory")
+        kextra(X, Xn, V, coef)
+
+    return sums, extrapolate
+
+
 def simplex_step(size, force=False):
     """A callable ``dual(Y, TX, TXn, sR, sigma, lam, out) -> (||out||^2, ||out - Y||^2)``, or None.
 
@@ -237,6 +279,33 @@ def epigraph_step(size, force=False):
         if np.shares_memory(zn, zeta) or np.shares_memory(zn, xi):
             raise ValueError("zn must not share memory with zeta or xi")
         kernel(Y, TX, TXn, R, zeta, xi, float(sigma), float(tau), float(eta), out, zn)
+
+    return dual
+
+
+def slack_step(size, force=False):
+    """A callable ``dual(Y, TX, TXn, sR, c, sigma, tau, eta, out, cn)``, or None.
+
+    The dual update of hinge-lin (:func:`sparsesvm.solvers.hinge_lin`) in one compiled
+    pass (:func:`sparsesvm.solvers._kernels_jit.slack_step`): ``cn = P(c + tau mean_k Y)``
+    (onto ``{c >= 0, sum(c) <= eta}``), then ``out = max(0, Y + sigma (2 TXn - TX - (2 cn -
+    c) 1^T) + sR)``. Matrices float64 C-contiguous of shape (L, K), vectors float64
+    contiguous of shape (L,); ``out`` may be ``TX``, ``cn`` must be a buffer of its own.
+    None when the kernels are unavailable or ``size`` (the number of parameters) is below
+    :data:`MIN_SIZE` and ``force`` is False (the solver then uses the numpy path).
+    """
+    kernels = _kernels_for(size, force)
+    if kernels is None:
+        return None
+    kernel = kernels.slack_step
+
+    def dual(Y, TX, TXn, sR, c, sigma, tau, eta, out, cn):
+        for a in (Y, TX, TXn, sR, c, out, cn):
+            if not a.flags.c_contiguous:
+                raise ValueError("the compiled step takes C-contiguous float64 arrays")
+        if np.shares_memory(cn, c):
+            raise ValueError("cn must not share memory with c")
+        kernel(Y, TX, TXn, sR, c, float(sigma), float(tau), float(eta), out, cn)
 
     return dual
 

@@ -352,6 +352,50 @@ def momentum_step(X, Xn, V, c):
     return dd, rs
 
 
+_COLUMN_SUMS_SIGNATURE = types.void(_C2, _C2, _C2, _C2)
+
+
+@numba.njit(_COLUMN_SUMS_SIGNATURE, cache=True, nogil=True, fastmath={"reassoc"})
+def column_sums(X, Xn, V, out):
+    """One-vs-all FISTA's per-class sums in one pass: for each column k of the (M + 1, K)
+    arrays, ``out[0, k] = ||Xn[:, k]||^2``, ``out[1, k] = ||Xn[:, k] - X[:, k]||^2`` and
+    ``out[2, k] = <V[:, k] - Xn[:, k], Xn[:, k] - X[:, k]>`` (the relative change's two
+    norms and the adaptive restart's test of class k); ``out`` (3, K).
+    """
+    K = X.shape[1]
+    for j in range(3):
+        for k in range(K):
+            out[j, k] = 0.0
+    nx = out[0]
+    nd = out[1]
+    rs = out[2]
+    for r in range(X.shape[0]):
+        for k in range(K):
+            xn = Xn[r, k]
+            d = xn - X[r, k]
+            nx[k] += xn * xn
+            nd[k] += d * d
+            rs[k] += (V[r, k] - xn) * d
+
+
+_COLUMN_EXTRAPOLATE_SIGNATURE = types.void(_C2, _C2, _C2, types.float64[::1])
+
+
+# the extrapolation rounded as numpy's ``D = Xn - X; D *= c; D += Xn`` (no fused multiply-add)
+@numba.njit(_COLUMN_EXTRAPOLATE_SIGNATURE, cache=True, nogil=True)
+def column_extrapolate(X, Xn, V, coef):
+    """One-vs-all FISTA's next points in one pass: ``V[:, k] = Xn[:, k] + coef[k] (Xn[:, k]
+    - X[:, k])`` and ``X = Xn`` (both overwritten; arrays (M + 1, K), ``coef`` (K,))."""
+    K = X.shape[1]
+    for r in range(X.shape[0]):
+        for k in range(K):
+            xn = Xn[r, k]
+            d = xn - X[r, k]
+            d = d * coef[k]
+            V[r, k] = d + xn
+            X[r, k] = xn
+
+
 _C1 = types.float64[::1]
 _EPI_SIGNATURE = types.void(_C2, _C2, _C2, _C2, _C1, _C1, types.float64, types.float64,
                             types.float64, _C2, _C1)
@@ -422,6 +466,63 @@ def epigraph_step(Y, TX, TXn, R, zeta, xi, sigma, tau, eta, out, zn):
         for k in range(K):
             out[r, k] = sigma * max((out[r, k] - m) - t, 0.0)
         xi[r] = sigma * (z - t)
+
+
+_SLACK_SIGNATURE = types.void(_C2, _C2, _C2, _C2, _C1, types.float64, types.float64,
+                              types.float64, _C2, _C1)
+
+
+@njit(_SLACK_SIGNATURE)
+def slack_step(Y, TX, TXn, sR, c, sigma, tau, eta, out, cn):
+    """hinge-lin's dual update in one pass: the slacks' step, then the over-relaxed hinge rows.
+
+    ``cn = P(c + tau mean_k Y)``, the projection onto ``{c >= 0, sum(c) <= eta}`` (the
+    positive part when its sum is at most ``eta``, else the projection onto the simplex
+    ``{c >= 0, sum(c) = eta}``, whose threshold is found by Newton's method from the lower
+    bound ``max((sum(m) - eta) / L, max(m) - eta)``, as :func:`simplex_step`'s rows), then
+    row by row::
+
+        out = max(0, Y + sigma (2 TXn - TX - (2 cn - c) 1^T) + sR)
+
+    Matrices float64 C-contiguous (L, K), vectors float64 contiguous (L,); ``out`` may be
+    ``TX`` (each entry is read before it is written); ``cn`` must not alias ``c``.
+    """
+    L = Y.shape[0]
+    K = Y.shape[1]
+    total = 0.0  # sum of the m_r
+    pos = 0.0  # sum of their positive parts
+    top = -np.inf
+    for r in range(L):
+        s = 0.0
+        for k in range(K):
+            s += Y[r, k]
+        m = c[r] + tau * (s / K)
+        cn[r] = m
+        total += m
+        pos += max(m, 0.0)
+        top = max(top, m)
+    t = 0.0
+    if pos > eta:  # outside the capped orthant: onto the simplex of radius eta
+        t = max((total - eta) / L, top - eta)
+        for _ in range(L + 2):  # the active set shrinks: at most L + 1 steps (NaN: no hang)
+            ss = 0.0
+            n = 0
+            for r in range(L):
+                on = cn[r] >= t
+                ss += cn[r] if on else 0.0
+                n += on
+            if n == 0:  # only with NaN: NaN out
+                break
+            new = (ss - eta) / n
+            if new <= t:
+                break
+            t = new
+    for r in range(L):
+        cn[r] = max(cn[r] - t, 0.0)
+        shift = 2.0 * cn[r] - c[r]
+        for k in range(K):
+            v = Y[r, k] + sigma * (2.0 * TXn[r, k] - TX[r, k] - shift) + sR[r, k]
+            out[r, k] = max(v, 0.0)
 
 
 _FORWARD_SIGNATURE = types.void(_R2, _R2, _C2)

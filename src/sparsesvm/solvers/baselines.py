@@ -73,9 +73,15 @@ class SlackDual(ConstrainedDual):
 
         c+ = P(c + tau * mean_k Y)          (onto {c >= 0, sum c <= eta})
         Y+ = max(0, Y + sigma (2 T X+ - T X - (2 c+ - c) 1^T) + sigma R)
+
+    Where the compiled kernels are used, one pass
+    (:func:`sparsesvm.solvers._kernels.slack_step`).
     """
 
     method = "hinge-lin"
+
+    def prepare(self, size):
+        self.kernel = _kernels.slack_step(size)  # compiled dual update, or None (numpy)
 
     def step_norm(self):
         return float(np.sqrt(self.op.norm() ** 2 + 1.0))
@@ -83,10 +89,17 @@ class SlackDual(ConstrainedDual):
     def start(self, tau, sigma):
         super().start(tau, sigma)
         self.c = np.zeros(self.op.n_samples)
+        self.cbuf = np.empty(self.op.n_samples)  # the compiled path's other slack buffer
         self.sR = sigma * self.R
 
     def __call__(self, X, Xn, Y, TX, rel, TXn=None):
         c = self.c
+        if self.kernel is not None:
+            TXn = self.op.T(Xn) if TXn is None else TXn
+            # the slacks' step into cbuf, the new Y in the old TX buffer
+            self.kernel(Y, TX, TXn, self.sR, c, self.sigma, self.tau, self.par, TX, self.cbuf)
+            self.c, self.cbuf = self.cbuf, c
+            return TX, TXn, rel
         cn = _project_capped_orthant(c + self.tau * Y.mean(axis=1), self.par)
         TXn = self.op.T(Xn) if TXn is None else TXn
         TX -= TXn
@@ -492,6 +505,8 @@ class _OneVsAll:
         self.pens = {K: penalty}
         # the compiled forward step per number of active classes (the first loads the kernel)
         self.fused = {K: _kernels.fused_step(penalty, (M + 1) * K)}
+        # and the compiled momentum, used with it (the numpy path is the reference)
+        self.momentum = _kernels.column_momentum((M + 1) * K)
         self.gap = GapCheck(self.rel_gap)
 
     def residual(self, Xa, Ya):
@@ -520,8 +535,9 @@ class _OneVsAll:
             Each class's relative change and ``||X+ - X||`` of its column.
         """
         full = active.size == X.shape[1]
-        Va = V if full else V[:, active]
-        Xa = X if full else X[:, active]
+        # the active columns (advanced indexing copies them, not C-ordered: made so once)
+        Va = V if full else np.ascontiguousarray(V[:, active])
+        Xa = X if full else np.ascontiguousarray(X[:, active])
         Ya = self.Ypm if full else self.Ypm[:, active]
         P = self.residual(Va, Ya)
         P *= Ya
@@ -539,8 +555,10 @@ class _OneVsAll:
             self.products.adjoint(P, G[:-1])
         G[-1] = P.sum(axis=0)
         if fused is not None:
-            fused(np.ascontiguousarray(Va), G, step, G)  # G = prox_{step g}(Va - step * gradient)
+            fused(Va, G, step, G)  # G = prox_{step g}(Va - step * gradient)
             Xn = G
+            if self.momentum is not None:
+                return self._compiled_momentum(X, V, Xa, Xn, Va, t, active, full)
         else:
             G += Va
             Xn = self.pens[na].prox(G, step)
@@ -557,6 +575,25 @@ class _OneVsAll:
         D += Xn
         X[:, active] = Xn
         V[:, active] = D
+        t[active] = tn
+        return rel_cols, nd
+
+    def _compiled_momentum(self, X, V, Xa, Xn, Va, t, active, full):
+        """:meth:`fista_step`'s momentum in two compiled passes (each class's three sums, then
+        the next points): the numpy path's values, up to the sums' rounding. With every class
+        active ``Xa`` and ``Va`` are ``X`` and ``V``, updated in place."""
+        sums, extrapolate = self.momentum
+        nx2, nd2, rs = sums(Xa, Xn, Va)
+        nx, nd = np.sqrt(nx2), np.sqrt(nd2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel_cols = np.where(nx > 0, nd / nx, np.inf)
+        ta = t[active]
+        ta[rs > 0] = 1.0  # restart: coefficient 0, the next point is Xn
+        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * ta * ta))
+        extrapolate(Xa, Xn, Va, (ta - 1.0) / tn)  # Va: the next points; Xa: Xn
+        if not full:  # Xa and Va are copies of the active columns
+            X[:, active] = Xa
+            V[:, active] = Va
         t[active] = tn
         return rel_cols, nd
 
