@@ -743,3 +743,70 @@ def test_meter_gets_each_products_multiply_adds(sparse):
         assert got == one * 3 + [3 * stored * K, 2 * stored * K]
     else:  # one each
         assert got == one * 8
+
+
+@pytest.mark.parametrize("L,M,K", [(7, 40, 3), (30, 400, 10), (1, 500, 2)])
+def test_compiled_label_kernels_are_numpys_to_the_bit(L, M, K, monkeypatch):
+    """Once prepared for the primal-dual loops (numba installed), ``T`` adds the biases and
+    subtracts the label column, and ``T^T`` forms ``G`` and its bias row, in compiled passes:
+    the same bits as numpy's operations (signed zeros included), read-only and non-C-ordered
+    inputs too."""
+    from sparsesvm.model import operator
+    from sparsesvm.solvers import _kernels
+
+    if not _kernels.available():
+        pytest.skip("numba not installed")
+    monkeypatch.setattr(operator, "TUNE_MIN_SIZE", 0)  # the kernels on these small shapes too
+    monkeypatch.setattr(_kernels, "MIN_SIZE", 0)
+    rng = np.random.default_rng(L + M + K)
+    Phi = rng.standard_normal((L, M))
+    y = rng.integers(0, K, L)
+    compiled = MulticlassOperator(Phi, y, K)
+    compiled.products.tune_sparse()
+    assert compiled.products.labels is not None
+    plain = MulticlassOperator(Phi, y, K)
+    plain.products = compiled.products  # the same products; labels off only while plain runs
+
+    def numpy_path(fn, arg):
+        labels, compiled.products.labels = compiled.products.labels, None
+        try:
+            return fn(arg)
+        finally:
+            compiled.products.labels = labels
+
+    X = rng.standard_normal((M + 1, K)) * (rng.random((M + 1, K)) < 0.3)
+    X[-1, 0] = -0.0
+    Y = rng.random((L, K)) * (rng.random((L, K)) < 0.4)
+    Y[0, :] = -0.0  # a row of negative zeros: the signs of the sums' zeros count too
+    for Xi in (X, np.asfortranarray(X)):
+        got, want = compiled.T(Xi), numpy_path(plain.T, Xi)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+        assert np.all(got[np.arange(L), y] == 0.0)
+    Yr = Y.copy()
+    Yr.flags.writeable = False
+    for Yi in (Y, np.asfortranarray(Y), Yr):
+        got, want = compiled.T_adjoint(Yi), numpy_path(plain.T_adjoint, Yi)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    np.testing.assert_array_equal(Y, np.where(Y == 0, 0.0, Y))  # the input is not modified
+
+
+def test_label_kernels_only_when_the_products_are_prepared(monkeypatch):
+    """Not loaded by a plain operator (numpy's operations), nor for sparse or float32
+    products; loaded by ``prepare(skip_zero_weights=True)``."""
+    from sparsesvm.solvers import _kernels
+
+    Phi, y = make_problem(60, 1000, 10, seed=1)  # above the tuning's and the kernels' sizes
+    op = MulticlassOperator(Phi, y, 10)
+    assert op.products.labels is None and op._labels() is None
+    op.prepare()
+    assert op._labels() is None  # BLAS orientations only
+    op.prepare(skip_zero_weights=True)
+    assert (op._labels() is not None) == _kernels.available()
+    single = MulticlassOperator(Phi, y, 10, dtype=np.float32)
+    single.prepare(skip_zero_weights=True)
+    assert single._labels() is None
+    sparse = MulticlassOperator(sp.csr_matrix(Phi), y, 10).prepare(skip_zero_weights=True)
+    assert sparse._labels() is None
+    monkeypatch.setattr(_kernels, "label_kernels", lambda: None)  # numba missing
+    other = MulticlassOperator(Phi, y, 10).prepare(skip_zero_weights=True)
+    assert other._labels() is None

@@ -136,6 +136,9 @@ class DenseProducts:
         self._adjoint_kernel = None  # the compiled kernel of adjoint_sparse and its work array
         self._bufT = None
         self._count = np.count_nonzero  # the compiled count once tune_sparse loads the kernels
+        #: the compiled label kernels of ``T`` and ``T^T`` (MulticlassOperator), loaded by
+        #: tune_sparse; None: numpy's operations (the same bits)
+        self.labels = None
 
     def tune(self):
         """Choose each product's orientation (timed once; a no-op afterwards).
@@ -192,6 +195,7 @@ class DenseProducts:
         if count is None:
             return  # no numba
         self._count = count
+        self.labels = _kernels.label_kernels()
         rng = np.random.default_rng(1)
         if self.Phi.nbytes <= SPARSE_FORWARD_MAX_BYTES:
             self._tune_sparse_forward(rng)
@@ -888,6 +892,13 @@ class MulticlassOperator:
         S += X[-1]
         return S
 
+    def _labels(self):
+        """The compiled label kernels (:func:`sparsesvm.solvers._kernels.label_kernels`) where
+        they serve: dense float64 products prepared by :meth:`prepare` with numba; else None."""
+        if self._sparse or self.dtype != np.float64:
+            return None
+        return self.products.labels
+
     def T(self, X):
         """Apply T: ``(T X)[l, k] = S[l, k] - S[l, z_l]``.
 
@@ -900,6 +911,14 @@ class MulticlassOperator:
         ndarray, shape (n_samples, n_classes)
             Column ``z_l`` of row l is exactly 0.
         """
+        labels = self._labels()
+        if labels is not None:  # the biases and the label shift in one compiled pass
+            X = self._check_X(X)
+            if self.meter is not None:
+                self.meter(self._madds)
+            S = self.products.forward(X[:-1])
+            labels[0](S, np.ascontiguousarray(X[-1]), self.y_idx)
+            return S
         S = self.scores(X)
         S -= S[self._rows, self.y_idx][:, None]
         return S
@@ -1021,6 +1040,14 @@ class MulticlassOperator:
         Y = self._check_Y(Y)
         if self.meter is not None:
             self.meter(self._madds)
+        labels = self._labels()
+        if labels is not None:  # G and its bias row in one compiled pass
+            rowsum = Y.sum(axis=1)  # numpy's, on Y as given (its order of summation follows the layout)
+            G = np.empty(Y.shape)
+            out = np.empty((self.n_features + 1, self.n_classes))
+            labels[1](np.ascontiguousarray(Y), rowsum, self.y_idx, G, out[-1])
+            self.products.adjoint(G, out[:-1])
+            return out
         G = Y.copy()
         G[self._rows, self.y_idx] -= Y.sum(axis=1)
         if self._sparse and self.dtype == np.float64:

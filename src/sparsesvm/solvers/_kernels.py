@@ -338,6 +338,22 @@ def nonzero_count():
     return None if kernels is None else kernels.nonzero_count
 
 
+def label_kernels():
+    """The compiled ``(label_shift, adjoint_input)`` of the operator ``T``, or None when the
+    kernels are unavailable.
+
+    ``label_shift(S, bias, y)`` turns the products ``S = Phi W`` into ``T X`` in place, and
+    ``adjoint_input(Y, rowsum, y, G, bias)`` writes ``G`` and the bias row of ``T^T Y``
+    (:func:`sparsesvm.solvers._kernels_jit.label_shift`,
+    :func:`~sparsesvm.solvers._kernels_jit.adjoint_input`): numpy's results to the bit, in
+    one pass each instead of several numpy calls. Used by
+    :class:`sparsesvm.model.operator.MulticlassOperator` (dense float64 ``Phi``) once its
+    products are prepared for the primal-dual loops.
+    """
+    kernels = _load()
+    return None if kernels is None else (kernels.label_shift, kernels.adjoint_input)
+
+
 def sparse_products():
     """The compiled products with a sparse ``Phi``, ``(csc_forward, csr_product)``, or None
     when the kernels are unavailable.

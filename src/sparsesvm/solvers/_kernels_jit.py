@@ -525,6 +525,51 @@ def slack_step(Y, TX, TXn, sR, c, sigma, tau, eta, out, cn):
             out[r, k] = max(v, 0.0)
 
 
+_I1 = types.Array(types.int64, 1, "C", readonly=True)
+_R1 = types.Array(types.float64, 1, "C", readonly=True)
+_LABEL_SIGNATURE = types.void(_C2, _R1, _I1)
+
+
+# no fast-math flag: numpy's roundings, to the bit
+@numba.njit(_LABEL_SIGNATURE, cache=True, nogil=True)
+def label_shift(S, bias, y):
+    """``T X`` from the products ``S = Phi W`` (L, K), in place: ``S[l, k] = (S[l, k] +
+    bias[k]) - (S[l, y[l]] + bias[y[l]])``, numpy's ``S += bias; S -= S[rows, y][:, None]``
+    to the bit (column ``y[l]`` of row l exactly 0)."""
+    K = S.shape[1]
+    for r in range(S.shape[0]):
+        z = y[r]
+        sz = S[r, z] + bias[z]
+        for k in range(K):
+            S[r, k] = (S[r, k] + bias[k]) - sz
+
+
+_ADJOINT_INPUT_SIGNATURE = types.void(_R2, _R1, _I1, _C2, _C1)
+
+
+# no fast-math flag: numpy's roundings and order of the sums, to the bit
+@numba.njit(_ADJOINT_INPUT_SIGNATURE, cache=True, nogil=True)
+def adjoint_input(Y, rowsum, y, G, bias):
+    """``G`` of ``T^T Y = [Phi^T G; 1^T G]`` and its bias row, in one pass over ``Y`` (L, K).
+
+    ``G = Y`` except ``G[l, y[l]] = Y[l, y[l]] - rowsum[l]`` (``rowsum``: numpy's
+    ``Y.sum(axis=1)``, passed in: its pairwise order is numpy's own); ``bias = G.sum(axis=0)``
+    summed row after row as numpy sums it (from +0.0, each row added in turn).
+    """
+    L = Y.shape[0]
+    K = Y.shape[1]
+    for r in range(L):
+        z = y[r]
+        for k in range(K):
+            G[r, k] = Y[r, k]
+        G[r, z] = Y[r, z] - rowsum[r]
+    for k in range(K):
+        bias[k] = 0.0
+    for r in range(L):
+        for k in range(K):
+            bias[k] += G[r, k]
+
+
 _FORWARD_SIGNATURE = types.void(_R2, _R2, _C2)
 
 
