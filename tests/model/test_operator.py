@@ -762,7 +762,7 @@ def test_compiled_label_kernels_are_numpys_to_the_bit(L, M, K, monkeypatch):
     Phi = rng.standard_normal((L, M))
     y = rng.integers(0, K, L)
     compiled = MulticlassOperator(Phi, y, K)
-    compiled.products.tune_sparse()
+    compiled.products.load_labels()
     assert compiled.products.labels is not None
     plain = MulticlassOperator(Phi, y, K)
     plain.products = compiled.products  # the same products; labels off only while plain runs
@@ -790,23 +790,26 @@ def test_compiled_label_kernels_are_numpys_to_the_bit(L, M, K, monkeypatch):
     np.testing.assert_array_equal(Y, np.where(Y == 0, 0.0, Y))  # the input is not modified
 
 
-def test_label_kernels_only_when_the_products_are_prepared(monkeypatch):
+@pytest.mark.parametrize("skip", [False, True])
+def test_label_kernels_only_when_the_products_are_prepared(skip, monkeypatch):
     """Not loaded by a plain operator (numpy's operations), nor for sparse or float32
-    products; loaded by ``prepare(skip_zero_weights=True)``."""
+    products, nor below the kernels' size; loaded by ``prepare`` (with or without the
+    products over the non-zeros; and with ``SPARSESVM_TUNE=0``: they time nothing)."""
     from sparsesvm.solvers import _kernels
 
-    Phi, y = make_problem(60, 1000, 10, seed=1)  # above the tuning's and the kernels' sizes
+    monkeypatch.setenv("SPARSESVM_TUNE", "0")
+    Phi, y = make_problem(30, 1000, 10, seed=1)  # 10010 weights: the kernels' size
     op = MulticlassOperator(Phi, y, 10)
     assert op.products.labels is None and op._labels() is None
-    op.prepare()
-    assert op._labels() is None  # BLAS orientations only
-    op.prepare(skip_zero_weights=True)
+    op.prepare(skip_zero_weights=skip)
     assert (op._labels() is not None) == _kernels.available()
+    small = MulticlassOperator(Phi[:, :900], y, 10).prepare(skip_zero_weights=skip)
+    assert small._labels() is None
     single = MulticlassOperator(Phi, y, 10, dtype=np.float32)
-    single.prepare(skip_zero_weights=True)
+    single.prepare(skip_zero_weights=skip)
     assert single._labels() is None
-    sparse = MulticlassOperator(sp.csr_matrix(Phi), y, 10).prepare(skip_zero_weights=True)
+    sparse = MulticlassOperator(sp.csr_matrix(Phi), y, 10).prepare(skip_zero_weights=skip)
     assert sparse._labels() is None
     monkeypatch.setattr(_kernels, "label_kernels", lambda: None)  # numba missing
-    other = MulticlassOperator(Phi, y, 10).prepare(skip_zero_weights=True)
+    other = MulticlassOperator(Phi, y, 10).prepare(skip_zero_weights=skip)
     assert other._labels() is None

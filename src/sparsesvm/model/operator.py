@@ -137,7 +137,7 @@ class DenseProducts:
         self._bufT = None
         self._count = np.count_nonzero  # the compiled count once tune_sparse loads the kernels
         #: the compiled label kernels of ``T`` and ``T^T`` (MulticlassOperator), loaded by
-        #: tune_sparse; None: numpy's operations (the same bits)
+        #: load_labels; None: numpy's operations (the same bits)
         self.labels = None
 
     def tune(self):
@@ -195,11 +195,21 @@ class DenseProducts:
         if count is None:
             return  # no numba
         self._count = count
-        self.labels = _kernels.label_kernels()
         rng = np.random.default_rng(1)
         if self.Phi.nbytes <= SPARSE_FORWARD_MAX_BYTES:
             self._tune_sparse_forward(rng)
         self._tune_sparse_adjoint(rng)
+
+    def load_labels(self):
+        """Load the compiled label kernels of ``T`` and ``T^T`` (:attr:`labels`) when numba is
+        installed and the weights number at least :data:`sparsesvm.solvers._kernels.MIN_SIZE`
+        (below, numpy's operations cost no more). They give numpy's bits, so they depend on
+        no timing (``SPARSESVM_TUNE=0`` too). A no-op once loaded.
+        """
+        if self.labels is None:
+            _kernels = _kernels_module()
+            if (self.Phi.shape[1] + 1) * self.n_classes >= _kernels.MIN_SIZE:
+                self.labels = _kernels.label_kernels()
 
     def _tune_sparse_forward(self, rng):
         """Time the product over the non-zero weights at :data:`SPARSE_TUNE_DENSITY`; set
@@ -820,7 +830,9 @@ class MulticlassOperator:
 
         For a dense ``Phi``, times the two BLAS orientations of each product and keeps
         the faster, and, asked to skip zero weights, the product over the non-zero
-        weights (:class:`DenseProducts`). For a sparse one (float64 products), loads the
+        weights (:class:`DenseProducts`); with float64 products it also loads the compiled
+        label operations of :meth:`T` and :meth:`T_adjoint` (numpy's bits,
+        :meth:`DenseProducts.load_labels`). For a sparse one (float64 products), loads the
         compiled products and times each against scipy's (:class:`SparseProducts`: the
         same bits either way). Each once per operator; ``SPARSESVM_TUNE=0``: nothing timed
         (the direct orientations, scipy's sparse products).
@@ -844,6 +856,8 @@ class MulticlassOperator:
             else:
                 self.products.tune()
             self.products.skip_zero_weights = bool(skip_zero_weights)
+            if self.dtype == np.float64:
+                self.products.load_labels()
         elif self.dtype == np.float64:
             self.products.tune()
         return self
@@ -894,7 +908,8 @@ class MulticlassOperator:
 
     def _labels(self):
         """The compiled label kernels (:func:`sparsesvm.solvers._kernels.label_kernels`) where
-        they serve: dense float64 products prepared by :meth:`prepare` with numba; else None."""
+        they serve: dense float64 products prepared by :meth:`prepare`, numba installed; else
+        None."""
         if self._sparse or self.dtype != np.float64:
             return None
         return self.products.labels
