@@ -478,8 +478,8 @@ def slack_step(Y, TX, TXn, sR, c, sigma, tau, eta, out, cn):
 
     ``cn = P(c + tau mean_k Y)``, the projection onto ``{c >= 0, sum(c) <= eta}`` (the
     positive part when its sum is at most ``eta``, else the projection onto the simplex
-    ``{c >= 0, sum(c) = eta}``, whose threshold is found by Newton's method from the lower
-    bound ``max((sum(m) - eta) / L, max(m) - eta)``, as :func:`simplex_step`'s rows), then
+    ``{c >= 0, sum(c) = eta}``, whose threshold :func:`linf_clip` finds by Newton's method
+    from the lower bound ``max((sum(m) - eta) / L, max(m) - eta)``), then
     row by row::
 
         out = max(0, Y + sigma (2 TXn - TX - (2 cn - c) 1^T) + sR)
@@ -502,21 +502,9 @@ def slack_step(Y, TX, TXn, sR, c, sigma, tau, eta, out, cn):
         pos += max(m, 0.0)
         top = max(top, m)
     t = 0.0
-    if pos > eta:  # outside the capped orthant: onto the simplex of radius eta
-        t = max((total - eta) / L, top - eta)
-        for _ in range(L + 2):  # the active set shrinks: at most L + 1 steps (NaN: no hang)
-            ss = 0.0
-            n = 0
-            for r in range(L):
-                on = cn[r] >= t
-                ss += cn[r] if on else 0.0
-                n += on
-            if n == 0:  # only with NaN: NaN out
-                break
-            new = (ss - eta) / n
-            if new <= t:
-                break
-            t = new
+    if pos > eta:  # outside the capped orthant: onto the simplex of radius eta, whose
+        # threshold solves sum(max(m - t, 0)) = eta as an l1,inf group's clip level does
+        t = linf_clip(cn, L, eta, total, top)
     for r in range(L):
         cn[r] = max(cn[r] - t, 0.0)
         shift = 2.0 * cn[r] - c[r]
