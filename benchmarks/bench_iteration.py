@@ -1,4 +1,4 @@
-"""Cost of one iteration of hinge-reg / hinge-con (or square / logit) against the two products with Phi.
+"""Cost of one iteration of a method (the paper's two, hinge-lin, square, logit, ova) against the two products with Phi.
 
 Question: how close is one iteration of the paper's algorithms to its floor, the two
 products with Phi every iteration needs, with the compiled kernels and without? Answered
@@ -36,7 +36,8 @@ Usage::
 
     .venv/bin/python benchmarks/bench_iteration.py [--problems mnist news20]
         [--L 30 50 100] [--penalty l1inf] [--groups 81|features]
-        [--methods hinge-reg hinge-con square logit] [--paths numba numpy] [--iters 200]
+        [--methods hinge-reg hinge-con hinge-lin square logit ova] [--paths numba numpy]
+        [--iters 200]
         [--max-iter 20000] [--cvxpy]
         [--json out.json]
     .venv/bin/python benchmarks/bench_iteration.py --problems mnist --L 30 --iters 20 \

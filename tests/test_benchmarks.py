@@ -267,12 +267,15 @@ def test_bench_iteration_times_the_steady_iterations_against_the_fastest_product
     proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_iteration.py"), "--problems",
                            "mnist", "--L", "20", "--iters", "10", "--skip", "5", "--max-iter", "3",
                            "--repeats", "1", "--paths", "numpy", "--methods", "hinge-reg",
-                           "--alpha-reg", "1", "--json", str(out)], capture_output=True, text=True)
+                           "hinge-lin", "ova", "--alpha-reg", "1", "--json", str(out)],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (row,) = json.loads(out.read_text())["rows"]
-    assert row["skip"] == 5 and row["L"] == 20 and row["path"] == "numpy"
-    assert row["iter_ms"] > 0 and row["floor_ms"] > 0 and row["ratio"] > 0
-    assert 0 <= row["timed_zero_weights_pct"] <= 100 and row["stop_iters"] == 3
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["method"] for row in rows] == ["hinge-reg", "hinge-lin", "ova"]  # every method
+    for row in rows:
+        assert row["skip"] == 5 and row["L"] == 20 and row["path"] == "numpy"
+        assert row["iter_ms"] > 0 and row["floor_ms"] > 0 and row["ratio"] > 0
+        assert 0 <= row["timed_zero_weights_pct"] <= 100 and row["stop_iters"] == 3
 
 
 def test_bench_iteration_product_floor_takes_the_faster_orientation(monkeypatch):
