@@ -892,7 +892,12 @@ class MulticlassOperator:
         -------
         S : ndarray, shape (n_samples, n_classes)
         """
-        X = self._check_X(X)
+        return self._scores(self._check_X(X))
+
+    def _scores(self, X, shift=None):
+        """:meth:`scores` of a checked ``X``; with ``shift`` (the compiled ``label_shift`` of
+        :meth:`_labels`: dense float64 products only), ``T X`` instead, the biases and the
+        label shift in one pass."""
         if self.meter is not None:
             self.meter(self._madds)
         if self.dtype == np.float32:
@@ -903,16 +908,34 @@ class MulticlassOperator:
         if self._sparse:
             return self.products.forward(X)
         S = self.products.forward(X[:-1])
-        S += X[-1]
+        if shift is None:
+            S += X[-1]
+        else:
+            shift(S, np.ascontiguousarray(X[-1]), self.y_idx)
         return S
 
     def _labels(self):
-        """The compiled label kernels (:func:`sparsesvm.solvers._kernels.label_kernels`) where
-        they serve: dense float64 products prepared by :meth:`prepare`, numba installed; else
-        None."""
+        """The compiled label kernels ``(label_shift, adjoint_input)``
+        (:func:`sparsesvm.solvers._kernels.label_kernels`) where they serve: dense float64
+        products prepared by :meth:`prepare`, numba installed; else None (numpy's operations,
+        the same bits)."""
         if self._sparse or self.dtype != np.float64:
             return None
         return self.products.labels
+
+    def _adjoint_input(self, Y):
+        """``G`` of ``T^T Y`` (``Y`` with ``G[l, z_l] = Y[l, z_l] - sum_k Y[l, k]``) and its
+        column sums, the bias row, from the compiled pass (:meth:`_labels`), or None for the
+        caller to sum (numpy's path)."""
+        labels = self._labels()
+        if labels is None:
+            G = Y.copy()
+            G[self._rows, self.y_idx] -= Y.sum(axis=1)
+            return G, None
+        G, bias = np.empty(Y.shape), np.empty(self.n_classes)
+        # Y's row sums are numpy's, on Y as given (their order of summation follows its layout)
+        labels[1](np.ascontiguousarray(Y), Y.sum(axis=1), self.y_idx, G, bias)
+        return G, bias
 
     def T(self, X):
         """Apply T: ``(T X)[l, k] = S[l, k] - S[l, z_l]``.
@@ -926,15 +949,11 @@ class MulticlassOperator:
         ndarray, shape (n_samples, n_classes)
             Column ``z_l`` of row l is exactly 0.
         """
+        X = self._check_X(X)
         labels = self._labels()
         if labels is not None:  # the biases and the label shift in one compiled pass
-            X = self._check_X(X)
-            if self.meter is not None:
-                self.meter(self._madds)
-            S = self.products.forward(X[:-1])
-            labels[0](S, np.ascontiguousarray(X[-1]), self.y_idx)
-            return S
-        S = self.scores(X)
+            return self._scores(X, shift=labels[0])
+        S = self._scores(X)
         S -= S[self._rows, self.y_idx][:, None]
         return S
 
@@ -1055,16 +1074,7 @@ class MulticlassOperator:
         Y = self._check_Y(Y)
         if self.meter is not None:
             self.meter(self._madds)
-        labels = self._labels()
-        if labels is not None:  # G and its bias row in one compiled pass
-            rowsum = Y.sum(axis=1)  # numpy's, on Y as given (its order of summation follows the layout)
-            G = np.empty(Y.shape)
-            out = np.empty((self.n_features + 1, self.n_classes))
-            labels[1](np.ascontiguousarray(Y), rowsum, self.y_idx, G, out[-1])
-            self.products.adjoint(G, out[:-1])
-            return out
-        G = Y.copy()
-        G[self._rows, self.y_idx] -= Y.sum(axis=1)
+        G, bias = self._adjoint_input(Y)
         if self._sparse and self.dtype == np.float64:
             return self.products.adjoint(G)  # [Phi^T; 1^T] G: the biases' row included
         out = np.empty((self.n_features + 1, self.n_classes))
@@ -1073,7 +1083,7 @@ class MulticlassOperator:
             out[:-1] = self._PhiT32 @ G32 if self._sparse else self._Phi32.T @ G32
         else:
             self.products.adjoint(G, out[:-1])
-        out[-1] = G.sum(axis=0)
+        out[-1] = G.sum(axis=0) if bias is None else bias
         return out
 
     def norm(self, max_iter=200, tol=1e-6, rng=None, method="auto"):

@@ -347,8 +347,8 @@ def label_kernels():
     (:func:`sparsesvm.solvers._kernels_jit.label_shift`,
     :func:`~sparsesvm.solvers._kernels_jit.adjoint_input`): numpy's results to the bit, in
     one pass each instead of several numpy calls. Used by
-    :class:`sparsesvm.model.operator.MulticlassOperator` (dense float64 ``Phi``) once its
-    products are prepared for the primal-dual loops.
+    :class:`sparsesvm.model.operator.MulticlassOperator` (dense float64 products) once
+    :meth:`~sparsesvm.model.operator.MulticlassOperator.prepare` has loaded them.
     """
     kernels = _load()
     return None if kernels is None else (kernels.label_shift, kernels.adjoint_input)

@@ -557,46 +557,36 @@ class _OneVsAll:
         if fused is not None:
             fused(Va, G, step, G)  # G = prox_{step g}(Va - step * gradient)
             Xn = G
-            if self.momentum is not None:
-                return self._compiled_momentum(X, V, Xa, Xn, Va, t, active, full)
         else:
             G += Va
             Xn = self.pens[na].prox(G, step)
-        D = Xn - Xa
-        nx = np.linalg.norm(Xn, axis=0)
-        nd = np.linalg.norm(D, axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel_cols = np.where(nx > 0, nd / nx, np.inf)
-        restart = np.einsum("ij,ij->j", Va - Xn, D) > 0
-        ta = t[active]
-        ta[restart] = 1.0
-        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * ta * ta))
-        D *= (ta - 1.0) / tn
-        D += Xn
-        X[:, active] = Xn
-        V[:, active] = D
-        t[active] = tn
-        return rel_cols, nd
-
-    def _compiled_momentum(self, X, V, Xa, Xn, Va, t, active, full):
-        """:meth:`fista_step`'s momentum in two compiled passes (each class's three sums, then
-        the next points): the numpy path's values, up to the sums' rounding. With every class
-        active ``Xa`` and ``Va`` are ``X`` and ``V``, updated in place."""
-        sums, extrapolate = self.momentum
-        nx2, nd2, rs = sums(Xa, Xn, Va)
-        nx, nd = np.sqrt(nx2), np.sqrt(nd2)
+        compiled = fused is not None and self.momentum is not None
+        # each class's ||X+||, ||X+ - X|| and restart test <V - X+, X+ - X>
+        if compiled:  # one compiled pass
+            nx2, nd2, rs = self.momentum[0](Xa, Xn, Va)
+            nx, nd = np.sqrt(nx2), np.sqrt(nd2)
+        else:
+            D = Xn - Xa
+            nx = np.linalg.norm(Xn, axis=0)
+            nd = np.linalg.norm(D, axis=0)
+            rs = np.einsum("ij,ij->j", Va - Xn, D)
         with np.errstate(divide="ignore", invalid="ignore"):
             rel_cols = np.where(nx > 0, nd / nx, np.inf)
         ta = t[active]
-        ta[rs > 0] = 1.0  # restart: coefficient 0, the next point is Xn
-        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * ta * ta))
-        extrapolate(Xa, Xn, Va, (ta - 1.0) / tn)  # Va: the next points; Xa: Xn
-        if not full:  # Xa and Va are copies of the active columns
-            X[:, active] = Xa
-            V[:, active] = Va
+        ta[rs > 0] = 1.0  # restart: coefficient 0, the next point is X+
+        tn = _next_t(ta)
+        coef = (ta - 1.0) / tn
+        if compiled:  # another pass: Va becomes the next points, Xa becomes X+
+            self.momentum[1](Xa, Xn, Va, coef)
+            Xn, D = Xa, Va
+        else:
+            D *= coef
+            D += Xn
+        if not (compiled and full):  # X and V were not updated in place
+            X[:, active] = Xn
+            V[:, active] = D
         t[active] = tn
         return rel_cols, nd
-
 
 def _ova_loop(prob, step, tol, max_iter, stopping, clock, tr):
     """The side-by-side FISTA runs of :func:`ova`: ``(X, n_iter per class, converged per class)``."""
