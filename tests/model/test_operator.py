@@ -663,31 +663,50 @@ def test_sparse_products_take_the_faster_by_their_timings(monkeypatch):
     np.testing.assert_array_equal(op.T_adjoint(Y), plain.T_adjoint(Y))
 
 
-def test_compiled_sparse_products_do_not_change_a_fit():
-    """Every solver on the operator of a sparse Phi: the same iterates as with scipy's
-    products, to the bit."""
+@pytest.mark.parametrize("name", ["l12", "l1inf", "l1"])
+def test_compiled_sparse_products_do_not_change_a_fit(monkeypatch, name):
+    """Every solver on the operator of a sparse Phi: with the compiled products, the same
+    iterates as with scipy's, to the bit; with T^T formed row by row inside the primal step
+    too (:func:`sparsesvm.solvers._kernels.sparse_step`), the same to rounding."""
     pytest.importorskip("numba")
     from sparsesvm.model.penalties import make_penalty
-    from sparsesvm.solvers import hinge_con, hinge_lin, hinge_reg, logit, square
+    from sparsesvm.solvers import _kernels, hinge_con, hinge_lin, hinge_reg, logit, square
 
     Phi, y = make_problem(60, 2500, 5, seed=2, density=0.03)
-    pen = make_penalty("l12", "features", 2500, 5)
+    pen = make_penalty(name, None if name == "l1" else "features", 2500, 5)
     fits = [lambda op: hinge_reg(op, pen, 3.0, tol=0.0, max_iter=200),
             lambda op: hinge_con(op, pen, 10.0, tol=0.0, max_iter=200),
             lambda op: hinge_lin(op, pen, 10.0, tol=0.0, max_iter=200),
             lambda op: square(op, pen, 1.0, tol=0.0, max_iter=200),
             lambda op: logit(op, pen, 1.0, tol=0.0, max_iter=200)]
-    for fit in fits:
+    sparse_step = _kernels.sparse_step
+    calls = []
+    monkeypatch.setattr(_kernels, "sparse_step", lambda *a, **k: calls.append(1) or sparse_step(*a, **k))
+
+    def compiled(fit, rowwise):
         op = MulticlassOperator(Phi, y, 5).prepare()
         assert op.products.compiled
         op.products.use = {"forward": True, "adjoint": True}  # whatever the timings chose
-        with_kernel = fit(op)
+        adjoint_rows = op.T_adjoint_rows
+        if not rowwise:
+            op.T_adjoint_rows = lambda Y: None
+        else:  # the row-by-row step runs
+            op.T_adjoint_rows = lambda Y: calls.append(2) or adjoint_rows(Y)
+        result = fit(op)
         assert all(op.products.use.values())  # the fit's own prepare() keeps the choice
+        return result
+
+    for fit in fits:
+        calls.clear()
+        rowwise = compiled(fit, True)
+        assert 2 in calls
+        products = compiled(fit, False)
         op = MulticlassOperator(Phi, y, 5)
         op.products.compiled = False  # prepare keeps it: scipy's product
         plain = fit(op)
         assert 0 < np.count_nonzero(plain.X[:-1]) < plain.X[:-1].size
-        np.testing.assert_array_equal(with_kernel.X, plain.X)
+        assert products.X.tobytes() == plain.X.tobytes()
+        np.testing.assert_allclose(rowwise.X, plain.X, rtol=1e-9, atol=1e-12 * np.abs(plain.X).max())
 
 
 # --------------------------------------------------------------------------- unused features

@@ -50,7 +50,7 @@ kernels = _kernels._load()
 # the primal and dual steps, FISTA's momentum, the products (all compiled or loaded at import)
 stats = [getattr(kernels, name).stats for name in (
     "step", "simplex_step", "epigraph_step", "momentum_step", "sparse_forward", "nonzero_count",
-    "csc_forward", "csr_product")]
+    "csc_forward", "csr_product", "csr_step")]
 print(json.dumps({"fit_time": fit.fit_time, "wall": wall, "n_iter": fit.n_iter,
                   "hits": [sum(s.cache_hits.values()) for s in stats],
                   "misses": [sum(s.cache_misses.values()) for s in stats],

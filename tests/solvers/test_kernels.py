@@ -468,3 +468,109 @@ def test_nonzero_count_is_numpys(shape):
     flat[: len(specials)] = specials[: flat.size]
     assert count(W) == np.count_nonzero(W)
     assert count(np.zeros(shape)) == 0 and count(-np.zeros(shape)) == 0
+
+
+# --------------------------------------------------------------------------- the row-by-row sparse step
+
+def _adjoint_arrays(L, M, density, seed):
+    """The CSR arrays of A = [Phi^T; 1^T] for a random sparse Phi (L, M), as the operator keeps them."""
+    import scipy.sparse as sp
+
+    Phi = sp.random(L, M, density=density, format="csr", random_state=seed)
+    A = sp.vstack([Phi.T, np.ones((1, L))]).tocsr()
+    A.sort_indices()
+    return A, (A.indptr.astype(np.uint64), A.indices.astype(np.uint64), A.data.copy())
+
+
+@pytest.mark.parametrize("name,groups", [("l12", "features"), ("l1inf", "features"), ("l1", None),
+                                         ("l2", None)])
+@pytest.mark.parametrize("K", [1, 3, 7, 20])
+def test_sparse_step_is_the_product_then_the_step(name, groups, K):
+    """csr_step forms A G row by row inside the step: the values of csr_product followed by
+    the fused step (to rounding: a group's sum of squares may differ in its last bit),
+    whatever its buffer held, with the marks of the zero rows, which csc_forward skips to
+    the same bits."""
+    rng = np.random.default_rng(K)
+    L, M = 37, 400
+    A, arrays = _adjoint_arrays(L, M, 0.03, K)  # features with no stored entry among them
+    pen = make_penalty(name, groups, M, K)
+    step = _kernels.sparse_step(pen, (M + 1) * K, force=True)
+    product = _kernels.sparse_products()
+    out = rng.normal(size=(M + 1, K))  # a buffer holding anything: marked 1
+    rows = np.ones(M + 1, dtype=np.uint8)
+    for tau in (1e-3, 0.3, 5.0, 1e3):  # 1e3: every group is shrunk to 0
+        X = rng.normal(size=(M + 1, K)) * (rng.random((M + 1, 1)) < 0.3)
+        G = rng.normal(size=(L, K)) * (rng.random((L, 1)) < 0.7)
+        V = np.empty((M + 1, K))
+        product[1](*arrays, G, V)
+        np.testing.assert_allclose(V, A @ G, rtol=1e-13, atol=1e-13)
+        want, nn_want, cross_want = _step(pen, X, V, tau)
+        nn, cross = step(arrays, G, X, tau, out, rows)
+        np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15 * np.abs(want).max())
+        assert nn == pytest.approx(nn_want, rel=1e-12, abs=1e-300)
+        assert cross == pytest.approx(cross_want, rel=1e-10, abs=1e-12)
+        np.testing.assert_array_equal(rows, out.any(axis=1) | (np.arange(M + 1) == M))
+        if name == "l12":
+            assert np.all(out[rows == 0] == 0.0) and not np.signbit(out[rows == 0]).any()
+        S_marked, S_bits = np.empty((L, K)), np.empty((L, K))
+        product[0](*arrays, out, rows, S_marked)
+        product[0](*arrays, out, np.zeros(0, dtype=np.uint8), S_bits)
+        assert S_marked.tobytes() == S_bits.tobytes()
+        np.testing.assert_allclose(S_bits, A.T @ out, rtol=1e-12, atol=1e-12)
+
+
+def test_sparse_step_only_where_it_applies(monkeypatch):
+    K, M, L = 4, 3000, 20
+    _, arrays = _adjoint_arrays(L, M, 0.05, 0)
+    assert _kernels.sparse_step(make_penalty("l1inf", 5, M, K), (M + 1) * K) is None  # blocks
+    assert _kernels.sparse_step(make_penalty("l12", "features", 20, 3), 63) is None  # small
+    pen = make_penalty("l12", "features", M, K)
+    step = _kernels.sparse_step(pen, (M + 1) * K)
+    X, G = np.zeros((M + 1, K)), np.ones((L, K))
+    rows = np.ones(M + 1, dtype=np.uint8)
+    with pytest.raises(ValueError, match="share memory"):
+        step(arrays, G, X, 1.0, X, rows)
+    with pytest.raises(ValueError, match="shapes"):
+        step(arrays, G, X, 1.0, np.empty((M, K)), rows)
+    with pytest.raises(ValueError, match="shapes"):
+        step(arrays, G, X, 1.0, np.empty_like(X), rows[:-1])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        step(arrays, np.asfortranarray(G), X, 1.0, np.empty_like(X), rows)
+    monkeypatch.setattr(_kernels, "_kernel", None)
+    monkeypatch.setenv("SPARSESVM_NUMBA", "0")
+    assert _kernels.sparse_step(pen, 10**9) is None
+
+
+def test_primal_step_from_the_dual_alternates_its_buffers():
+    """PrimalStep.from_dual on a sparse Phi: the values of the product and the step one after
+    the other, in two buffers used in turn (never the X it reads), with X+'s row marks."""
+    import scipy.sparse as sp
+
+    from sparsesvm.solvers._loop import PrimalStep
+
+    rng = np.random.default_rng(1)
+    L, M, K = 30, 2000, 5
+    Phi = sp.random(L, M, density=0.05, format="csr", random_state=2)
+    op = MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
+    op.products.use = {"forward": True, "adjoint": True}  # whatever the timings chose
+    pen = make_penalty("l12", "features", M, K)
+    X = np.zeros((M + 1, K))
+    primal, plain = PrimalStep(pen, X, tau=0.05), PrimalStep(pen, X, tau=0.05)
+    plain.rowwise = None
+    Xp = X.copy()
+    seen = []
+    for _ in range(4):
+        Y = rng.random((L, K))
+        Xn, rel = primal.from_dual(X, Y, op)
+        want, rel_want = plain.from_dual(Xp, Y, op)
+        assert plain.rows is None and primal.rows is not None
+        assert Xn is not X
+        np.testing.assert_allclose(Xn, want, rtol=1e-12, atol=1e-15)
+        assert rel == pytest.approx(rel_want, rel=1e-9)
+        np.testing.assert_array_equal(primal.rows[:-1], Xn[:-1].any(axis=1))
+        assert op.T(Xn, rows=primal.rows).tobytes() == op.T(Xn).tobytes()
+        seen.append(Xn)
+        X, Xp = Xn, want
+    assert seen[0] is seen[2] and seen[1] is seen[3] and seen[0] is not seen[1]
+    with pytest.raises(ValueError, match="rows must be"):
+        op.T(X, rows=primal.rows[:-1])

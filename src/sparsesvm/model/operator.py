@@ -412,23 +412,36 @@ class SparseProducts:
             self.use[name] = bool(seconds[True] < seconds[False])
         return self.use
 
+    @property
+    def arrays(self):
+        """The CSR arrays of ``[Phi^T; 1^T]`` that the compiled products take (uint64
+        ``indptr`` and ``indices``, float64 ``data``); None until :meth:`tune` loaded them."""
+        return self._arrays
+
     def _kernel(self, which):
         if self._kernels is None:
             raise RuntimeError("the compiled sparse products are not loaded: call tune() first "
                                "(they need numba; SparseProducts.compiled says whether they are)")
         return self._kernels[which]
 
-    def forward(self, X, compiled=None):
+    def forward(self, X, compiled=None, rows=None):
         """``[Phi 1] @ X`` as a new C-ordered (L, K) array; ``X``: (M + 1, K) float64.
 
         ``compiled``: None for the product :meth:`tune` chose, else False (scipy's) or
-        True (the compiled one; after :meth:`tune` loaded it)."""
+        True (the compiled one; after :meth:`tune` loaded it). ``rows``: uint8 marks of
+        the rows of ``X``, 0 where the row holds zeros (:func:`sparsesvm.solvers._kernels_jit.csr_step`'s),
+        which the compiled product skips without reading them (the same bits)."""
         if compiled is None:
             compiled = self.use["forward"]
         if not compiled:
             return np.asarray(self.Phi1 @ X)
+        if rows is None:
+            rows = _NO_ROWS
+        elif rows.dtype != np.uint8 or rows.shape != (X.shape[0],) or not rows.flags.c_contiguous:
+            raise ValueError(f"rows must be a contiguous uint8 array of shape ({X.shape[0]},), "
+                             f"got {rows.dtype} {rows.shape}")
         S = np.empty((self.Phi1.shape[0], X.shape[1]))
-        self._kernel(0)(*self._arrays, np.ascontiguousarray(X), S)
+        self._kernel(0)(*self._arrays, np.ascontiguousarray(X), rows, S)
         return S
 
     def adjoint(self, G, compiled=None):
@@ -443,6 +456,10 @@ class SparseProducts:
         out = np.empty((self.PhiT1.shape[0], G.shape[1]))
         self._kernel(1)(*self._arrays, G, out)
         return out
+
+
+#: no marks: the compiled sparse forward product finds the zero rows from the bits
+_NO_ROWS = np.zeros(0, dtype=np.uint8)
 
 
 def _kernels_module():
@@ -894,10 +911,10 @@ class MulticlassOperator:
         """
         return self._scores(self._check_X(X))
 
-    def _scores(self, X, shift=None):
+    def _scores(self, X, shift=None, rows=None):
         """:meth:`scores` of a checked ``X``; with ``shift`` (the compiled ``label_shift`` of
         :meth:`_labels`: dense float64 products only), ``T X`` instead, the biases and the
-        label shift in one pass."""
+        label shift in one pass; ``rows``: :meth:`T`'s."""
         if self.meter is not None:
             self.meter(self._madds)
         if self.dtype == np.float32:
@@ -906,7 +923,7 @@ class MulticlassOperator:
             S += X[-1]
             return S
         if self._sparse:
-            return self.products.forward(X)
+            return self.products.forward(X, rows=rows)
         S = self.products.forward(X[:-1])
         if shift is None:
             S += X[-1]
@@ -937,12 +954,17 @@ class MulticlassOperator:
         labels[1](np.ascontiguousarray(Y), Y.sum(axis=1), self.y_idx, G, bias)
         return G, bias
 
-    def T(self, X):
+    def T(self, X, rows=None):
         """Apply T: ``(T X)[l, k] = S[l, k] - S[l, z_l]``.
 
         Parameters
         ----------
         X : array_like, shape (n_features + 1, n_classes)
+        rows : ndarray of uint8, shape (n_features + 1,), optional
+            Marks of the rows of ``X``: 0 where the row holds only zeros (as
+            :func:`sparsesvm.solvers._kernels.sparse_step` keeps them). The compiled
+            product of a sparse ``Phi`` skips those rows without reading them; the same
+            result. Ignored by the other products.
 
         Returns
         -------
@@ -953,7 +975,7 @@ class MulticlassOperator:
         labels = self._labels()
         if labels is not None:  # the biases and the label shift in one compiled pass
             return self._scores(X, shift=labels[0])
-        S = self._scores(X)
+        S = self._scores(X, rows=rows)
         S -= S[self._rows, self.y_idx][:, None]
         return S
 
@@ -1085,6 +1107,34 @@ class MulticlassOperator:
             self.products.adjoint(G, out[:-1])
         out[-1] = G.sum(axis=0) if bias is None else bias
         return out
+
+    def T_adjoint_rows(self, Y):
+        """``T^T Y`` left for a kernel to form row by row, where that serves.
+
+        For a sparse ``Phi`` whose adjoint runs compiled (float64 products, :meth:`prepare`
+        chose the compiled product: :attr:`SparseProducts.use`), the CSR arrays of ``[Phi^T;
+        1^T]`` and ``G`` (``Y`` with ``G[l, z_l] = Y[l, z_l] - sum_k Y[l, k]``): row m of
+        ``T^T Y`` is ``A[m] @ G``. :func:`sparsesvm.solvers._kernels.sparse_step` takes them
+        and never stores the (M + 1, K) product. None otherwise (the caller uses
+        :meth:`T_adjoint`).
+
+        Parameters
+        ----------
+        Y : array_like, shape (n_samples, n_classes)
+
+        Returns
+        -------
+        tuple ``((indptr, indices, data), G)`` or None
+            ``indptr`` and ``indices`` uint64, ``data`` float64, ``G`` a new C-ordered
+            float64 array of shape (n_samples, n_classes).
+        """
+        if not (self._sparse and self.dtype == np.float64 and self.products.use["adjoint"]):
+            return None
+        Y = self._check_Y(Y)
+        if self.meter is not None:
+            self.meter(self._madds)
+        G, _ = self._adjoint_input(Y)
+        return self.products.arrays, G
 
     def norm(self, max_iter=200, tol=1e-6, rng=None, method="auto"):
         """``||T||`` (largest singular value): exactly when small, else by power iteration.

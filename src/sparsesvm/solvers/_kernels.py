@@ -158,6 +158,42 @@ def fused_step(penalty, size, force=False):
     return step
 
 
+def sparse_step(penalty, size, force=False):
+    """A callable ``step(arrays, G, X, tau, out, rows) -> (||out||^2, <out, X>)``, or None.
+
+    :func:`fused_step` with ``V = A G`` formed row by row inside the step, never stored
+    (:func:`sparsesvm.solvers._kernels_jit.csr_step`: the same values as the product and
+    the step one after the other): ``arrays`` are the uint64 ``indptr`` and ``indices`` and
+    the float64 ``data`` of a CSR ``A`` of shape (M + 1, L) (``[Phi^T; 1^T]`` of a sparse
+    ``Phi``, :meth:`sparsesvm.model.operator.MulticlassOperator.T_adjoint_rows`), ``G``
+    (L, K), ``X`` and ``out`` (M + 1, K) float64 C-contiguous, ``out`` not ``X``; ``rows``
+    (M + 1,) uint8, the kernel's marks of the rows of ``out`` that hold zeros (0), kept
+    with ``out`` from one call to the next. For row-separable penalties (l2, l1, groups of
+    one row across classes); None for within-class groups, and where :func:`fused_step` is
+    None.
+    """
+    if fused_step(penalty, size, force) is None:
+        return None
+    kind, b = penalty.compiled_form()
+    if b > 1:
+        return None  # within-class groups span rows: the step needs whole blocks of V
+    kernel = _load().csr_step
+
+    def step(arrays, G, X, tau, out, rows):
+        for a in (G, X, out):
+            if not a.flags.c_contiguous:
+                raise ValueError("the compiled step takes C-contiguous float64 arrays")
+        if not (X.shape == out.shape and rows.shape == (X.shape[0],) and G.shape[1] == X.shape[1]
+                and arrays[0].shape == (X.shape[0] + 1,)):  # the kernel does not check its indices
+            raise ValueError(f"shapes do not match: X {X.shape}, out {out.shape}, rows "
+                             f"{rows.shape}, G {G.shape}, A with {arrays[0].shape[0] - 1} rows")
+        if np.shares_memory(out, X):
+            raise ValueError("out must not share memory with X")
+        return kernel(*arrays, G, X, float(tau), kind, out, rows)
+
+    return step
+
+
 def momentum(size, force=False):
     """FISTA's compiled momentum ``step(X, Xn, V, c) -> (dd, rs)``, or None.
 
@@ -360,8 +396,9 @@ def sparse_products():
 
     Both take uint64 ``indptr`` and ``indices``, float64 ``data`` (the CSR arrays of
     ``[Phi^T; 1^T]``, i.e. the compressed columns of ``[Phi 1]``) and float64 C-contiguous
-    dense arrays: ``csc_forward(indptr, indices, data, X, out)`` writes ``[Phi 1] @ X``
-    skipping the zero rows of ``X``, ``csr_product(indptr, indices, data, G, out)`` writes
+    dense arrays: ``csc_forward(indptr, indices, data, X, rows, out)`` writes ``[Phi 1] @ X``
+    skipping the zero rows of ``X`` (those marked 0 in ``rows``, uint8, or, ``rows``
+    empty, found from the bits), ``csr_product(indptr, indices, data, G, out)`` writes
     ``[Phi^T; 1^T] @ G``. :class:`sparsesvm.model.operator.MulticlassOperator` uses them
     once prepared: scipy's sums to the bit, in less time.
     """

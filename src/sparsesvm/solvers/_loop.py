@@ -58,6 +58,7 @@ __all__ = [
     "check_common",
     "check_stopping",
     "RelChange",
+    "RowBuffers",
     "PrimalStep",
     "pd_steps",
     "GapCheck",
@@ -282,6 +283,24 @@ class RelChange:
         return float(np.sqrt(d2 / nn))
 
 
+class RowBuffers:
+    """The two buffers of ``X+`` that the row-by-row sparse step
+    (:func:`sparsesvm.solvers._kernels.sparse_step`) writes in turn, each with its row marks
+    (0: the row holds zeros the kernel wrote, which it does not write again)."""
+
+    def __init__(self):
+        self.pair = None
+
+    def other_than(self, X):
+        """``(out, rows)``: the buffer that is not ``X`` (the iterate the step reads) and its
+        marks; two zero arrays marked 0 at the first call."""
+        if self.pair is None:
+            self.pair = tuple((np.zeros_like(X), np.zeros(X.shape[0], dtype=np.uint8))
+                              for _ in range(2))
+        first, second = self.pair
+        return second if first[0] is X else first
+
+
 class PrimalStep:
     """The primal update of the primal-dual loops and the stopping measure.
 
@@ -289,12 +308,41 @@ class PrimalStep:
     ``||X+ - X||_F / ||X+||_F``. On problems with at least
     :data:`sparsesvm.solvers._kernels.MIN_SIZE` parameters and numba installed, one
     compiled pass does both (:mod:`sparsesvm.solvers._kernels`); otherwise numpy.
+
+    :meth:`from_dual` takes ``Y`` instead of ``V``: with a sparse ``Phi`` and a
+    row-separable penalty (E3's l1,2 across classes) the compiled pass forms ``V`` row by
+    row and never stores it (:func:`sparsesvm.solvers._kernels.sparse_step`), writes ``X+``
+    into one of two buffers used in turn, where the rows that stay 0 are not written again,
+    and keeps :attr:`rows`, the marks of ``X+``'s zero rows that ``T`` then skips
+    (:meth:`~sparsesvm.model.operator.MulticlassOperator.T`). The same values as the
+    product and the step one after the other.
+
+    Attributes
+    ----------
+    rows : ndarray of uint8 of shape (M + 1,) or None
+        After :meth:`from_dual` on the row-by-row path, 0 for the rows of the returned
+        ``X+`` that hold zeros; None otherwise.
     """
 
     def __init__(self, penalty, X0, tau=None):
         self.penalty, self.tau = penalty, tau  # tau may be set later (after the clock starts)
-        self.fused = _kernels.fused_step(penalty, X0.size)  # compiles or loads the kernel: not timed
+        # compile or load the kernels: not timed
+        self.fused = _kernels.fused_step(penalty, X0.size)
+        self.rowwise = _kernels.sparse_step(penalty, X0.size)
         self.measure = RelChange(X0)
+        self.rows = None
+        self.buffers = RowBuffers()
+
+    def from_dual(self, X, Y, op):
+        """``(X+, rel)`` with ``V = T^T Y`` (``op``'s adjoint): ``self(X, op.T_adjoint(Y))``'s
+        values, ``T^T Y`` formed row by row inside the step where that serves."""
+        rows = op.T_adjoint_rows(Y) if self.rowwise is not None else None
+        if rows is None:
+            self.rows = None
+            return self(X, op.T_adjoint(Y))
+        Xn, self.rows = self.buffers.other_than(X)
+        nn, cross = self.rowwise(*rows, X, self.tau, Xn, self.rows)
+        return Xn, self.measure.from_products(nn, cross, Xn, X)
 
     def __call__(self, X, V):
         if self.fused is not None:
@@ -541,8 +589,10 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, 
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
-        Xn, rel = primal(X, op.T_adjoint(Y))
-        Y, TXn, rel = dual(X, Xn, Y, TX, rel)
+        Xn, rel = primal.from_dual(X, Y, op)
+        # T X+ over X+'s non-zero rows where the primal step marked them, else by the dual step
+        TXn = None if primal.rows is None else op.T(Xn, rows=primal.rows)
+        Y, TXn, rel = dual(X, Xn, Y, TX, rel, TXn)
         X, TX = Xn, TXn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):

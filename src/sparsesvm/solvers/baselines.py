@@ -43,6 +43,7 @@ from ._loop import (
     Clock,
     GapCheck,
     RelChange,
+    RowBuffers,
     SolverResult,
     Trace,
     check_common,
@@ -205,8 +206,11 @@ class _ForwardStep:
     V); otherwise numpy, the reference they are tested against. Forward-backward
     (``momentum=False``, ``V = X``) takes the measure from the compiled pass's two
     inner products (:class:`~sparsesvm.solvers._loop.RelChange`) and forms no
-    difference. ``step`` is set once the clock runs (it needs ``||T||``), as
-    :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
+    difference. With a sparse ``Phi`` and a row-separable penalty (E3's), ``T^T P`` is
+    formed row by row inside the compiled pass and never stored, as in the primal-dual
+    loops (:class:`~sparsesvm.solvers._loop.PrimalStep`; for forward-backward :attr:`rows`
+    then marks ``Xn``'s zero rows, which the next ``T V`` skips). ``step`` is set once the
+    clock runs (it needs ``||T||``), as :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
     """
 
     def __init__(self, op, penalty, lam, momentum=True):
@@ -215,8 +219,11 @@ class _ForwardStep:
         size = (op.n_features + 1) * op.n_classes
         # compile or load the kernels (call before the clock starts)
         self.fused = _kernels.fused_step(penalty, size)
+        self.rowwise = _kernels.sparse_step(penalty, size)
         self.compiled_momentum = _kernels.momentum(size) if momentum and self.fused else None
         self.measure = None if momentum else RelChange(np.zeros(1))
+        self.buffers = RowBuffers()
+        self.rows = None  # forward-backward on the row-by-row path: the marks of Xn's zero rows
 
     def adjoint_input(self, P):
         """The argument of this step's product ``T^T``: ``lam P`` on the compiled path
@@ -225,16 +232,34 @@ class _ForwardStep:
             P *= self.lam
         return P
 
+    def _compiled_prox(self, V, X, P, G):
+        """``(Xn, ||Xn||^2, <Xn, V>)``, ``Xn = prox_{step g}(V - step T^T (lam P))``, compiled:
+        ``T^T`` formed row by row inside the step where the operator offers it
+        (:meth:`~sparsesvm.model.operator.MulticlassOperator.T_adjoint_rows`, a sparse
+        ``Phi``; :func:`sparsesvm.solvers._kernels.sparse_step`: ``Xn`` in whichever of
+        :attr:`buffers` is not ``X``, :attr:`rows` its marks on forward-backward), else the
+        product (or the given ``G``) and the fused step, which writes ``Xn`` over it."""
+        self.rows = None
+        if G is None:
+            P = self.adjoint_input(P)
+            rows = self.op.T_adjoint_rows(P) if self.rowwise is not None else None
+            if rows is not None:
+                Xn, marks = self.buffers.other_than(X)
+                nn, cross = self.rowwise(*rows, V, self.step, Xn, marks)
+                if not self.momentum:  # V+ = Xn: T V+ may skip its zero rows
+                    self.rows = marks
+                return Xn, nn, cross
+            G = self.op.T_adjoint(P)
+        Xn = np.ascontiguousarray(G)
+        return (Xn, *self.fused(V, Xn, self.step, Xn))
+
     def __call__(self, V, X, P, t, G=None):
         """``(Xn, rel, V+, t+)`` from the extrapolated point V, the iterate X, ``P`` (L, K)
         and FISTA's ``t``; forward-backward: ``V+ = Xn``, ``t`` as given. The compiled
         FISTA path overwrites V with V+. ``G``: ``T^T adjoint_input(P)`` when the caller
         has it (:func:`_fista_T_many`), ``P`` then unused; computed here otherwise."""
-        if G is None:
-            G = self.op.T_adjoint(self.adjoint_input(P))
         if self.fused is not None:
-            Xn = np.ascontiguousarray(G)
-            nn, cross = self.fused(V, Xn, self.step, Xn)  # ||Xn||^2, <Xn, V> from the same pass
+            Xn, nn, cross = self._compiled_prox(V, X, P, G)  # ||Xn||^2, <Xn, V>: the same pass
             if not self.momentum:  # V is X: ||Xn - X||^2 from the two inner products
                 return Xn, self.measure.from_products(nn, cross, Xn, X), Xn, t
             tn = _next_t(t)
@@ -243,6 +268,8 @@ class _ForwardStep:
                 tn = _next_t(1.0)
                 np.copyto(V, Xn)
             return Xn, float(np.sqrt(dd / nn)) if nn > 0 else np.inf, V, tn
+        if G is None:
+            G = self.op.T_adjoint(P)
         G *= -self.step * self.lam
         G += V
         Xn = self.penalty.prox(G, self.step, check_input=False)
@@ -312,7 +339,7 @@ def _fista_T(op, penalty, lam, dual_fn, loss_fn, curvature, tol, max_iter, trace
         else:
             converged = rel <= tol
         if not converged:
-            TV = op.T(V)
+            TV = op.T(V, rows=forward.rows)
         if tr is not None and tr.due(it, converged):
             tr.record(clock, it, rel, X, objective)
         if converged:
