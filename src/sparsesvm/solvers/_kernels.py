@@ -14,8 +14,10 @@ within-class groups in chunks of whole blocks, each chunk through a few short
 loops that the compiler vectorises (:func:`sparsesvm.solvers._kernels_jit.step`).
 
 The same module compiles the dual updates of Algorithms 1 and 2
-(:func:`simplex_step`, :func:`epigraph_step`), FISTA's momentum (:func:`momentum`)
-and the products of :mod:`sparsesvm.model.operator` that skip zero weights.
+(:func:`simplex_step`, :func:`epigraph_step`), FISTA's momentum (:func:`momentum`),
+the products of :mod:`sparsesvm.model.operator` that skip zero weights, and, for a
+sparse ``Phi`` and a row-separable penalty (E3's), the primal step that forms ``T^T Y``
+row by row without storing it (:func:`sparse_step`).
 
 The kernels compute exactly the proximity operators of
 :mod:`sparsesvm.model.penalties` (tests compare them with those, which are checked
