@@ -164,8 +164,8 @@ def sparse_step(penalty, size, force=False):
     """A callable ``step(arrays, G, X, tau, out, rows) -> (||out||^2, <out, X>)``, or None.
 
     :func:`fused_step` with ``V = A G`` formed row by row inside the step, never stored
-    (:func:`sparsesvm.solvers._kernels_jit.csr_step`: the same values as the product and
-    the step one after the other): ``arrays`` are the uint64 ``indptr`` and ``indices`` and
+    (:func:`sparsesvm.solvers._kernels_jit.csr_step`: the values of the product and the
+    step one after the other, to rounding): ``arrays`` are the uint64 ``indptr`` and ``indices`` and
     the float64 ``data`` of a CSR ``A`` of shape (M + 1, L) (``[Phi^T; 1^T]`` of a sparse
     ``Phi``, :meth:`sparsesvm.model.operator.MulticlassOperator.T_adjoint_rows`), ``G``
     (L, K), ``X`` and ``out`` (M + 1, K) float64 C-contiguous, ``out`` not ``X``; ``rows``

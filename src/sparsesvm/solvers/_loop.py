@@ -314,8 +314,9 @@ class PrimalStep:
     row and never stores it (:func:`sparsesvm.solvers._kernels.sparse_step`), writes ``X+``
     into one of two buffers used in turn, where the rows that stay 0 are not written again,
     and keeps :attr:`rows`, the marks of ``X+``'s zero rows that ``T`` then skips
-    (:meth:`~sparsesvm.model.operator.MulticlassOperator.T`). The same values as the
-    product and the step one after the other.
+    (:meth:`~sparsesvm.model.operator.MulticlassOperator.T`). The values of the product
+    and the step one after the other, to rounding (an l1,2 row's sum of squares may differ
+    in its last bit; :func:`sparsesvm.solvers._kernels_jit.csr_step`).
 
     Attributes
     ----------
@@ -335,7 +336,7 @@ class PrimalStep:
 
     def from_dual(self, X, Y, op):
         """``(X+, rel)`` with ``V = T^T Y`` (``op``'s adjoint): ``self(X, op.T_adjoint(Y))``'s
-        values, ``T^T Y`` formed row by row inside the step where that serves."""
+        values (to rounding), ``T^T Y`` formed row by row inside the step where that serves."""
         rows = op.T_adjoint_rows(Y) if self.rowwise is not None else None
         if rows is None:
             self.rows = None
