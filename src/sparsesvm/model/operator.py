@@ -941,9 +941,13 @@ class MulticlassOperator:
         return self.products.labels
 
     def _adjoint_input(self, Y):
-        """``G`` of ``T^T Y`` (``Y`` with ``G[l, z_l] = Y[l, z_l] - sum_k Y[l, k]``) and its
-        column sums, the bias row, from the compiled pass (:meth:`_labels`), or None for the
-        caller to sum (numpy's path)."""
+        """``G`` of ``T^T Y`` for an unchecked ``Y`` (checked here, and the product metered:
+        :meth:`T_adjoint` and :meth:`T_adjoint_rows` make one each) (``Y`` with ``G[l, z_l] =
+        Y[l, z_l] - sum_k Y[l, k]``) and its column sums, the bias row, from the compiled
+        pass (:meth:`_labels`), or None for the caller to sum (numpy's path)."""
+        Y = self._check_Y(Y)
+        if self.meter is not None:
+            self.meter(self._madds)
         labels = self._labels()
         if labels is None:
             G = Y.copy()
@@ -1093,9 +1097,6 @@ class MulticlassOperator:
             ``[Phi^T G; 1^T G]`` with ``G = Y`` except
             ``G[l, z_l] = Y[l, z_l] - sum_k Y[l, k]``.
         """
-        Y = self._check_Y(Y)
-        if self.meter is not None:
-            self.meter(self._madds)
         G, bias = self._adjoint_input(Y)
         if self._sparse and self.dtype == np.float64:
             return self.products.adjoint(G)  # [Phi^T; 1^T] G: the biases' row included
@@ -1130,9 +1131,6 @@ class MulticlassOperator:
         """
         if not (self._sparse and self.dtype == np.float64 and self.products.use["adjoint"]):
             return None
-        Y = self._check_Y(Y)
-        if self.meter is not None:
-            self.meter(self._madds)
         G, _ = self._adjoint_input(Y)
         return self.products.arrays, G
 

@@ -129,6 +129,18 @@ def _kernels_for(size, force):
     return _load()
 
 
+def _step_kernels(penalty, size, force):
+    """``(kernels, (kind, b))`` for a primal step of ``penalty`` on ``size`` parameters, or
+    None: no kernels (:func:`_kernels_for`), or a penalty without a compiled form (not one
+    of the package's own, or a subclass with a prox of its own)."""
+    kernels = _kernels_for(size, force)
+    if kernels is None:
+        return None
+    compiled_form = getattr(penalty, "compiled_form", None)
+    form = compiled_form() if compiled_form is not None else None
+    return None if form is None else (kernels, form)
+
+
 def fused_step(penalty, size, force=False):
     """A callable ``step(X, V, tau, out) -> (||out||^2, <out, X>)``, or None.
 
@@ -142,14 +154,10 @@ def fused_step(penalty, size, force=False):
     :mod:`sparsesvm.model.penalties`' own classes), or when ``size`` (the
     number of parameters) is below :data:`MIN_SIZE` and ``force`` is False.
     """
-    kernels = _kernels_for(size, force)
-    if kernels is None:
+    found = _step_kernels(penalty, size, force)
+    if found is None:
         return None
-    compiled_form = getattr(penalty, "compiled_form", None)
-    form = compiled_form() if compiled_form is not None else None
-    if form is None:
-        return None  # not a penalty of the package, or a subclass with a prox of its own
-    kind, b = form
+    kernels, (kind, b) = found
     kernel = kernels.step
 
     def step(X, V, tau, out):
@@ -174,12 +182,11 @@ def sparse_step(penalty, size, force=False):
     one row across classes); None for within-class groups, and where :func:`fused_step` is
     None.
     """
-    if fused_step(penalty, size, force) is None:
+    found = _step_kernels(penalty, size, force)
+    if found is None or found[1][1] > 1:  # within-class groups span rows: whole blocks of V
         return None
-    kind, b = penalty.compiled_form()
-    if b > 1:
-        return None  # within-class groups span rows: the step needs whole blocks of V
-    kernel = _load().csr_step
+    kernels, (kind, _) = found
+    kernel = kernels.csr_step
 
     def step(arrays, G, X, tau, out, rows):
         for a in (G, X, out):

@@ -591,9 +591,8 @@ def primal_dual(dual, *, tol, max_iter, step_ratio, trace, reference, stopping, 
     it = 0
     for it in range(1, int(max_iter) + 1):
         Xn, rel = primal.from_dual(X, Y, op)
-        # T X+ over X+'s non-zero rows where the primal step marked them, else by the dual step
-        TXn = None if primal.rows is None else op.T(Xn, rows=primal.rows)
-        Y, TXn, rel = dual(X, Xn, Y, TX, rel, TXn)
+        # T X+, skipping the zero rows the primal step marked (if it marked them)
+        Y, TXn, rel = dual(X, Xn, Y, TX, rel, op.T(Xn, rows=primal.rows))
         X, TX = Xn, TXn
         converged = stop(it, rel, tol, X, Y, TX)
         if tr is not None and tr.due(it, converged):

@@ -615,6 +615,7 @@ class _OneVsAll:
         t[active] = tn
         return rel_cols, nd
 
+
 def _ova_loop(prob, step, tol, max_iter, stopping, clock, tr):
     """The side-by-side FISTA runs of :func:`ova`: ``(X, n_iter per class, converged per class)``."""
     M1, K = prob.Phi.shape[1] + 1, prob.Ypm.shape[1]
