@@ -41,6 +41,29 @@ def mirror_dir():
     return MIRROR
 
 
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """config/test.yaml run end to end on the tiny fixture mirror (`snakemake`, whose default
+    target `all` builds every rule of every experiment and the paper comparison), once per
+    test session: the workflow tests and the publishing tests read the same run.
+
+    ``$SPARSESVM_TINY_RUN_DIR`` names a directory to use instead of a fresh temporary one,
+    e.g. to finish an interrupted run (Snakemake then runs only what is missing).
+    """
+    import fixtures_data
+    from workflow_helpers import FULL, TEST, job_stats, load_config, smk
+
+    given = os.environ.get("SPARSESVM_TINY_RUN_DIR")
+    root = Path(given) if given else tmp_path_factory.mktemp("workflow")
+    mirror = root / "mirror"
+    fixtures_data.write_tiny_mirror(mirror)
+    results = root / "results"
+    conf = {"mirror": mirror, "results": results}
+    _, out = smk(root, "--cores", "2", "--rerun-incomplete", configfiles=[TEST], config=conf, timeout=3600)
+    return {"root": root, "mirror": mirror, "results": results, "conf": conf, "log": out,
+            "cfg": load_config(FULL, TEST), "stats": job_stats(out), "fresh": not given}
+
+
 def make_random_problem(seed=0, L=12, M=8, K=3, *, shift=0.0, scale=1.0, sep=None,
                         labels="cyclic", density=None):
     """The tests' one random multiclass problem, drawn from ``numpy.random.default_rng(seed)``.

@@ -6,7 +6,6 @@ catalog file, and README links that resolve.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -23,7 +22,6 @@ from sparsesvm.experiments.plan import Plan
 REPO = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-import fixtures_data  # noqa: E402
 from workflow_helpers import (  # noqa: E402
     FULL,
     TEST,
@@ -160,26 +158,9 @@ def test_workflow_catalog_file():
 # --------------------------------------------------------------------------- the rule and the publish step
 
 
-@pytest.fixture(scope="module")
-def comparison_run(tmp_path_factory):
-    """`snakemake all` (every product and the paper comparison) with config/test.yaml on the
-    tiny fixture mirror.
-
-    ``$SPARSESVM_TINY_RUN_DIR`` reuses a directory (as tests/workflow/test_workflow.py)."""
-    given = os.environ.get("SPARSESVM_TINY_RUN_DIR")
-    root = Path(given) if given else tmp_path_factory.mktemp("comparison")
-    mirror = root / "mirror"
-    fixtures_data.write_tiny_mirror(mirror)
-    results = root / "results"
-    conf = {"mirror": mirror, "results": results}
-    _, out = smk(root, "--cores", "2", "--rerun-incomplete", targets=["all"], configfiles=[TEST],
-                 config=conf, timeout=3600)
-    return {"root": root, "results": results, "conf": conf, "log": out}
-
-
 @pytest.mark.slow
-def test_comparison_rule_on_fixture_config(comparison_run):
-    results = comparison_run["results"]
+def test_comparison_rule_on_fixture_config(tiny_run):
+    results = tiny_run["results"]
     csv = pd.read_csv(results / "tables" / "paper_comparison.csv", keep_default_na=False)
     md = (results / "tables" / "paper_comparison.md").read_text()
     paper = yaml.safe_load(PAPER.read_text())
@@ -213,26 +194,25 @@ def test_comparison_rule_on_fixture_config(comparison_run):
 
 
 @pytest.mark.slow
-def test_comparison_reads_only_selected_experiments(comparison_run):
+def test_comparison_reads_only_selected_experiments(tiny_run):
     """With run=[e1] the claims of the other experiments read "not run" (the tables exist)."""
-    root, conf = comparison_run["root"], dict(comparison_run["conf"])
-    conf["results"] = comparison_run["results"]
+    root, conf = tiny_run["root"], tiny_run["conf"]
     _, out = smk(root, "--cores", "1", targets=["paper_comparison"], configfiles=[TEST],
                  config={**conf, "run": "[e1]"})
-    csv = pd.read_csv(comparison_run["results"] / "tables" / "paper_comparison.csv", keep_default_na=False)
+    csv = pd.read_csv(tiny_run["results"] / "tables" / "paper_comparison.csv", keep_default_na=False)
     verdicts = dict(zip(csv.loc[csv["section"] == "claim", "item"], csv.loc[csv["section"] == "claim", "verdict"]))
     assert all(verdicts[c] == "not run" for c in ("C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11", "C12",
                                                   "C13"))
     assert verdicts["C1"] != "not run" and verdicts["C2"] != "not run"
-    # restore the full comparison for the other tests of this module
+    # restore the full comparison for the other tests of the run (this session's, tests/conftest.py)
     smk(root, "--cores", "1", targets=["paper_comparison"], configfiles=[TEST], config=conf)
 
 
 @pytest.mark.slow
-def test_publish_step(comparison_run, tmp_path):
+def test_publish_step(tiny_run, tmp_path):
     from sparsesvm.experiments import publish
 
-    results = comparison_run["results"]
+    results = tiny_run["results"]
     dest = tmp_path / "docs" / "results"
     out = publish.publish(results, ["e1", "e4"], [FULL, TEST], dest, command="snakemake ...", repo=REPO,
                           max_bytes=publish.MAX_BYTES)
@@ -284,7 +264,7 @@ def test_publish_step(comparison_run, tmp_path):
         publish.publish(tmp_path / "nothing", ["e2"], [FULL, TEST], tmp_path / "x")
 
 
-def test_provenance_code_state_ignores_the_published_folder(comparison_run, tmp_path):
+def test_provenance_code_state_ignores_the_published_folder(tiny_run, tmp_path):
     """``worktree_modified`` says whether the code differs from its commit: republishing
     rewrites the (tracked) published folder, which must not count; a changed tracked
     file elsewhere must."""
@@ -301,7 +281,7 @@ def test_provenance_code_state_ignores_the_published_folder(comparison_run, tmp_
     git("init", "-q")
     (repo / "code.py").write_text("x = 1\n")
     dest = repo / "docs" / "results"
-    results = comparison_run["results"]
+    results = tiny_run["results"]
     publish.publish(results, ["e1"], [FULL, TEST], dest, repo=repo)
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
@@ -331,9 +311,9 @@ def test_cv_jobs_in_the_dag(tmp_path):
 
 
 @pytest.mark.slow
-def test_cv_alpha_on_fixture_config(comparison_run):
+def test_cv_alpha_on_fixture_config(tiny_run):
     """The CV alpha of each E1 cell, recomputed from the CV records, and its test error in the comparison."""
-    results = comparison_run["results"]
+    results = tiny_run["results"]
     cfg = load_config(FULL, TEST)
     folds = cfg["experiments"]["e1"]["cv"]["folds"]
     recs = [json.loads(p.read_text()) for p in sorted(results.glob("leukemia/cv/e1/**/*.json"))]

@@ -16,9 +16,7 @@ root there, so the repository's ``results/`` and ``.snakemake/`` are never touch
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import fixtures_data  # the data helper's tiny-file generators
 import numpy as np
@@ -194,24 +192,6 @@ def test_invalid_config_stops_before_any_job(tmp_path, overlay, key, message):
 
 
 # --------------------------------------------------------------------------- end to end on fixtures
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """config/test.yaml run end to end on the tiny fixture mirror (all rules, all experiments).
-
-    ``$SPARSESVM_TINY_RUN_DIR`` names a directory to use instead of a fresh temporary one,
-    e.g. to finish an interrupted run (Snakemake then runs only what is missing).
-    """
-    given = os.environ.get("SPARSESVM_TINY_RUN_DIR")
-    root = Path(given) if given else tmp_path_factory.mktemp("workflow")
-    mirror = root / "mirror"
-    fixtures_data.write_tiny_mirror(mirror)
-    results = root / "results"
-    _, out = smk(root, "--cores", "2", "--rerun-incomplete", configfiles=[TEST],
-                 config={"mirror": mirror, "results": results}, timeout=3600)
-    return {"root": root, "mirror": mirror, "results": results, "log": out, "cfg": load_config(FULL, TEST),
-            "stats": job_stats(out), "fresh": not given}
 
 
 def _records(results, exp_id):
