@@ -574,3 +574,36 @@ def test_primal_step_from_the_dual_alternates_its_buffers():
     assert seen[0] is seen[2] and seen[1] is seen[3] and seen[0] is not seen[1]
     with pytest.raises(ValueError, match="rows must be"):
         op.T(X, rows=primal.rows[:-1])
+
+
+def test_fista_marks_the_zero_rows_of_its_next_point():
+    """FISTA's forward step on the row-by-row path (square's): the marks it hands the next
+    ``T V+`` are 0 exactly on the rows zero in both ``Xn`` and ``X`` (the OR of the two
+    buffers' marks), on which V+ is 0; ``T`` with them is ``T`` without, to the bit."""
+    import scipy.sparse as sp
+
+    from sparsesvm.solvers.baselines import _ForwardStep
+
+    rng = np.random.default_rng(3)
+    L, M, K = 30, 2000, 5
+    Phi = sp.random(L, M, density=0.05, format="csr", random_state=4)
+    op = MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
+    op.products.use = {"forward": True, "adjoint": True}  # whatever the timings chose
+    forward = _ForwardStep(op, make_penalty("l12", "features", M, K), 1.0, momentum=True)
+    forward.step = 0.05
+    X, V, t = np.zeros((M + 1, K)), np.zeros((M + 1, K)), 1.0
+    marked = []
+    for it in range(6):
+        P = rng.random((L, K)) - 0.3 * (it % 2)  # the momentum points back every other step
+        X_before = X.copy()
+        Xn, _, V, t = forward(V, X, P, t)
+        if it == 0:  # X was not one of the step's buffers: no marks of it
+            assert forward.rows is None
+        else:
+            either = Xn[:-1].any(axis=1) | X_before[:-1].any(axis=1)
+            np.testing.assert_array_equal(forward.rows[:-1], either)
+            assert not V[:-1][~either].any()
+            assert op.T(V, rows=forward.rows).tobytes() == op.T(V).tobytes()
+            marked.append(int(np.count_nonzero(forward.rows[:-1] == 0)))
+        X = Xn
+    assert all(0 < n < M for n in marked), marked

@@ -300,6 +300,13 @@ class RowBuffers:
         first, second = self.pair
         return second if first[0] is X else first
 
+    def marks_of(self, X):
+        """The marks of ``X`` if it is one of the two buffers, else None."""
+        for buffer, rows in self.pair or ():
+            if buffer is X:
+                return rows
+        return None
+
 
 class PrimalStep:
     """The primal update of the primal-dual loops and the stopping measure.

@@ -208,8 +208,10 @@ class _ForwardStep:
     inner products (:class:`~sparsesvm.solvers._loop.RelChange`) and forms no
     difference. With a sparse ``Phi`` and a row-separable penalty (E3's), ``T^T P`` is
     formed row by row inside the compiled pass and never stored, as in the primal-dual
-    loops (:class:`~sparsesvm.solvers._loop.PrimalStep`; for forward-backward :attr:`rows`
-    then marks ``Xn``'s zero rows, which the next ``T V`` skips). ``step`` is set once the
+    loops (:class:`~sparsesvm.solvers._loop.PrimalStep`), and :attr:`rows` marks the zero
+    rows of the next point, which the next ``T V`` skips: ``Xn``'s for forward-backward,
+    those zero in both ``Xn`` and ``X`` for FISTA (the OR of the two buffers' marks,
+    :meth:`~sparsesvm.solvers._loop.RowBuffers.marks_of`). ``step`` is set once the
     clock runs (it needs ``||T||``), as :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
     """
 
@@ -223,7 +225,10 @@ class _ForwardStep:
         self.compiled_momentum = _kernels.momentum(size) if momentum and self.fused else None
         self.measure = None if momentum else RelChange(np.zeros(1))
         self.buffers = RowBuffers()
-        self.rows = None  # forward-backward on the row-by-row path: the marks of Xn's zero rows
+        # on the row-by-row path, the marks of the zero rows of the next point V+ (forward-
+        # backward: Xn's; FISTA: those of Xn and X, in _v_rows), which the next T V+ skips
+        self.rows = None
+        self._v_rows = None
 
     def adjoint_input(self, P):
         """The argument of this step's product ``T^T``: ``lam P`` on the compiled path
@@ -248,6 +253,12 @@ class _ForwardStep:
                 nn, cross = self.rowwise(*rows, V, self.step, Xn, marks)
                 if not self.momentum:  # V+ = Xn: T V+ may skip its zero rows
                     self.rows = marks
+                elif (previous := self.buffers.marks_of(X)) is not None:
+                    # FISTA's V+ = Xn + beta (Xn - X) (or Xn at a restart) is 0 on the rows
+                    # zero in both, which T V+ may skip: the OR of the two buffers' marks
+                    if self._v_rows is None:
+                        self._v_rows = np.empty_like(marks)
+                    self.rows = np.bitwise_or(marks, previous, out=self._v_rows)
                 return Xn, nn, cross
             G = self.op.T_adjoint(P)
         Xn = np.ascontiguousarray(G)
