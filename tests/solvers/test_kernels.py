@@ -576,10 +576,12 @@ def test_primal_step_from_the_dual_alternates_its_buffers():
         op.T(X, rows=primal.rows[:-1])
 
 
-def test_fista_marks_the_zero_rows_of_its_next_point():
+@pytest.mark.parametrize("momentum", [True, False])
+def test_fista_marks_the_zero_rows_of_its_next_point(momentum):
     """FISTA's forward step on the row-by-row path (square's): the marks it hands the next
     ``T V+`` are 0 exactly on the rows zero in both ``Xn`` and ``X`` (the OR of the two
-    buffers' marks), on which V+ is 0; ``T`` with them is ``T`` without, to the bit."""
+    buffers' marks), on which V+ is 0; ``T`` with them is ``T`` without, to the bit.
+    Forward-backward's (logit's, ``V+ = Xn``) are those of Xn's zero rows."""
     import scipy.sparse as sp
 
     from sparsesvm.solvers.baselines import _ForwardStep
@@ -589,18 +591,19 @@ def test_fista_marks_the_zero_rows_of_its_next_point():
     Phi = sp.random(L, M, density=0.05, format="csr", random_state=4)
     op = MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
     op.products.use = {"forward": True, "adjoint": True}  # whatever the timings chose
-    forward = _ForwardStep(op, make_penalty("l12", "features", M, K), 1.0, momentum=True)
+    forward = _ForwardStep(op, make_penalty("l12", "features", M, K), 1.0, momentum=momentum)
     forward.step = 0.05
-    X, V, t = np.zeros((M + 1, K)), np.zeros((M + 1, K)), 1.0
+    X = np.zeros((M + 1, K))
+    V, t = np.zeros((M + 1, K)) if momentum else X, 1.0
     marked = []
     for it in range(6):
         P = rng.random((L, K)) - 0.3 * (it % 2)  # the momentum points back every other step
         X_before = X.copy()
         Xn, _, V, t = forward(V, X, P, t)
-        if it == 0:  # X was not one of the step's buffers: no marks of it
+        if it == 0 and momentum:  # X was not one of the step's buffers: no marks of it
             assert forward.rows is None
-        else:
-            either = Xn[:-1].any(axis=1) | X_before[:-1].any(axis=1)
+        else:  # forward-backward: Xn's marks, whatever X was
+            either = Xn[:-1].any(axis=1) | (momentum & X_before[:-1].any(axis=1))
             np.testing.assert_array_equal(forward.rows[:-1], either)
             assert not V[:-1][~either].any()
             assert op.T(V, rows=forward.rows).tobytes() == op.T(V).tobytes()

@@ -183,9 +183,11 @@ def sparse_step(penalty, size, force=False):
     None.
     """
     found = _step_kernels(penalty, size, force)
-    if found is None or found[1][1] > 1:  # within-class groups span rows: whole blocks of V
+    if found is None:
         return None
-    kernels, (kind, _) = found
+    kernels, (kind, b) = found
+    if b > 1:  # within-class groups span rows: whole blocks of V
+        return None
     kernel = kernels.csr_step
 
     def step(arrays, G, X, tau, out, rows):

@@ -290,6 +290,7 @@ class RowBuffers:
 
     def __init__(self):
         self.pair = None
+        self.union = None
 
     def other_than(self, X):
         """``(out, rows)``: the buffer that is not ``X`` (the iterate the step reads) and its
@@ -297,6 +298,7 @@ class RowBuffers:
         if self.pair is None:
             self.pair = tuple((np.zeros_like(X), np.zeros(X.shape[0], dtype=np.uint8))
                               for _ in range(2))
+            self.union = np.empty(X.shape[0], dtype=np.uint8)
         first, second = self.pair
         return second if first[0] is X else first
 
@@ -306,6 +308,14 @@ class RowBuffers:
             if buffer is X:
                 return rows
         return None
+
+    def union_marks(self, X):
+        """0 on the rows zero in both buffers (the OR of their marks, in an array kept with
+        the pair) if ``X`` is one of them, else None (the other's marks tell nothing of X)."""
+        if self.marks_of(X) is None:
+            return None
+        (_, first), (_, second) = self.pair
+        return np.bitwise_or(first, second, out=self.union)
 
 
 class PrimalStep:

@@ -211,7 +211,7 @@ class _ForwardStep:
     loops (:class:`~sparsesvm.solvers._loop.PrimalStep`), and :attr:`rows` marks the zero
     rows of the next point, which the next ``T V`` skips: ``Xn``'s for forward-backward,
     those zero in both ``Xn`` and ``X`` for FISTA (the OR of the two buffers' marks,
-    :meth:`~sparsesvm.solvers._loop.RowBuffers.marks_of`). ``step`` is set once the
+    :meth:`~sparsesvm.solvers._loop.RowBuffers.union_marks`). ``step`` is set once the
     clock runs (it needs ``||T||``), as :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
     """
 
@@ -226,9 +226,8 @@ class _ForwardStep:
         self.measure = None if momentum else RelChange(np.zeros(1))
         self.buffers = RowBuffers()
         # on the row-by-row path, the marks of the zero rows of the next point V+ (forward-
-        # backward: Xn's; FISTA: those of Xn and X, in _v_rows), which the next T V+ skips
+        # backward: Xn's; FISTA: those of Xn and X), which the next T V+ skips
         self.rows = None
-        self._v_rows = None
 
     def adjoint_input(self, P):
         """The argument of this step's product ``T^T``: ``lam P`` on the compiled path
@@ -251,14 +250,10 @@ class _ForwardStep:
             if rows is not None:
                 Xn, marks = self.buffers.other_than(X)
                 nn, cross = self.rowwise(*rows, V, self.step, Xn, marks)
-                if not self.momentum:  # V+ = Xn: T V+ may skip its zero rows
-                    self.rows = marks
-                elif (previous := self.buffers.marks_of(X)) is not None:
-                    # FISTA's V+ = Xn + beta (Xn - X) (or Xn at a restart) is 0 on the rows
-                    # zero in both, which T V+ may skip: the OR of the two buffers' marks
-                    if self._v_rows is None:
-                        self._v_rows = np.empty_like(marks)
-                    self.rows = np.bitwise_or(marks, previous, out=self._v_rows)
+                # forward-backward: V+ = Xn; FISTA's V+ = Xn + beta (Xn - X) (or Xn at a
+                # restart), written into V, is 0 on the rows zero in both Xn and X: the OR
+                # of the two buffers' marks (none at the first step, X not a buffer)
+                self.rows = self.buffers.union_marks(X) if self.momentum else marks
                 return Xn, nn, cross
             G = self.op.T_adjoint(P)
         Xn = np.ascontiguousarray(G)
