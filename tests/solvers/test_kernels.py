@@ -519,6 +519,85 @@ def test_sparse_step_is_the_product_then_the_step(name, groups, K):
         np.testing.assert_allclose(S_bits, A.T @ out, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("name,groups", [("l12", "features"), ("l1inf", "features"), ("l1", None),
+                                         ("l2", None)])
+@pytest.mark.parametrize("K", [1, 3, 20])
+@pytest.mark.parametrize("scale", [1.0, 0.03])  # 0.03: most rows settled by the bound
+def test_sparse_step_with_the_marks_of_x_is_the_same_bits(name, groups, K, scale):
+    """Given X's marks (0 on rows of +0.0, as the kernel writes them), csr_step does not read
+    those rows (l1,2), settling most by a bound, and returns what it returns reading them,
+    to the bit: the rows of out, their marks and the two inner products. A marks array that
+    lies (a row marked 0 that is not) changes an l1,2 result, so the marks are read; the
+    other penalties ignore them."""
+    rng = np.random.default_rng(10 + K)
+    L, M = 37, 400
+    _, arrays = _adjoint_arrays(L, M, 0.03, K)
+    step = _kernels.sparse_step(make_penalty(name, groups, M, K), (M + 1) * K, force=True)
+    for tau in (1e-3, 0.3, 5.0):
+        zero = rng.random(M + 1) < 0.6
+        zero[M] = False  # the bias row is never marked
+        X = np.where(zero[:, None], 0.0, rng.normal(size=(M + 1, K)))
+        xrows = (~zero).astype(np.uint8)
+        G = scale * rng.normal(size=(L, K)) * (rng.random((L, 1)) < 0.7)
+        for start in (0.0, 7.0):  # out holding zeros marked 0, or anything marked 1
+            results = []
+            for marks in (None, xrows):
+                out = np.full((M + 1, K), start)
+                rows = np.full(M + 1, start != 0, dtype=np.uint8)
+                nn, cross = step(arrays, G, X, tau, out, rows, marks)
+                results.append((out.tobytes(), rows.tobytes(), np.float64(nn).tobytes(),
+                                np.float64(cross).tobytes()))
+            assert results[0] == results[1]
+    lie = xrows.copy()
+    lie[np.flatnonzero(~zero[:-1])[:50]] = 0  # rows of X that are not 0, marked 0
+    out_lie, out_true = np.empty((M + 1, K)), np.empty((M + 1, K))
+    step(arrays, G, X, 1e-3, out_lie, np.ones(M + 1, dtype=np.uint8), lie)
+    step(arrays, G, X, 1e-3, out_true, np.ones(M + 1, dtype=np.uint8), xrows)
+    assert (out_lie.tobytes() != out_true.tobytes()) == (name == "l12")
+
+
+def test_sparse_step_settles_zero_rows_only_where_the_prox_makes_them_zero():
+    """The bound that settles an l1,2 row of X at +0 (sum_p |A_rp| ||G_p|| <= 1 - 1e-9) is
+    safe at its edge: rows of one stored entry, whose bound is ||(A G)_r|| itself, placed
+    just inside and just outside the prox's threshold and the bound's margin, give the bits
+    of the step that reads and sums every row, and so does a row whose signed entries and
+    signed rows of G add up (the bound takes the entries' absolute values). out starts
+    as NaN marked 1: every row is written."""
+    K, M, L = 3, 8, 8
+    import scipy.sparse as sp
+
+    dense = np.zeros((M + 1, L))
+    dense[np.arange(6), np.arange(6)] = 1.0  # rows 0-5: one entry each, doc j for row j
+    dense[6, [6, 7]] = [1.0, -1.0]  # row 6: 0.9 e1 + 0.9 e1 (signed entries, signed G)
+    dense[7, 6] = 0.5  # row 7: 0.45 e1
+    dense[M, :] = 1.0  # the bias row
+    A = sp.csr_matrix(dense)
+    A.sort_indices()
+    arrays = (A.indptr.astype(np.uint64), A.indices.astype(np.uint64), A.data.copy())
+    unit = np.ones(K) / np.sqrt(K)
+    norms = [1 - 1e-6, 1 - 2e-9, 1 - 5e-10, 1.0, 1 + 1e-12, 1.5]
+    G = np.array([n * unit for n in norms] + [0.9 * np.eye(K)[0], -0.9 * np.eye(K)[0]])
+    step = _kernels.sparse_step(make_penalty("l12", "features", M, K), (M + 1) * K, force=True)
+    X = np.zeros((M + 1, K))
+    X[M] = 0.25
+    xrows = np.zeros(M + 1, dtype=np.uint8)
+    xrows[M] = 1
+    for tau in (1e-3, 1.0, 10.0):
+        outs = []
+        for marks in (None, xrows):
+            out = np.full((M + 1, K), np.nan)
+            rows = np.ones(M + 1, dtype=np.uint8)
+            nn, cross = step(arrays, G, X, tau, out, rows, marks)
+            outs.append((out.tobytes(), rows.tobytes(), nn, cross))
+        assert outs[0] == outs[1]
+        out = np.frombuffer(outs[1][0]).reshape(M + 1, K)
+        assert not np.isnan(out).any()
+        np.testing.assert_array_equal(out[:3], 0.0)  # norms 1 - 1e-6 .. 1 - 5e-10: zero
+        assert (out[4] != 0).all() and (out[5] != 0).all()  # norms above 1 stay
+        assert out[6, 0] != 0  # norm 1.8 > 1: the bound takes |A_rp|, the row is summed
+        np.testing.assert_array_equal(out[7], 0.0)  # norm 0.45: settled
+
+
 def test_sparse_step_only_where_it_applies(monkeypatch):
     K, M, L = 4, 3000, 20
     _, arrays = _adjoint_arrays(L, M, 0.05, 0)
@@ -536,6 +615,10 @@ def test_sparse_step_only_where_it_applies(monkeypatch):
         step(arrays, G, X, 1.0, np.empty_like(X), rows[:-1])
     with pytest.raises(ValueError, match="C-contiguous"):
         step(arrays, np.asfortranarray(G), X, 1.0, np.empty_like(X), rows)
+    with pytest.raises(ValueError, match="shapes"):
+        step(arrays, G, X, 1.0, np.empty_like(X), rows, rows[:-1].copy())
+    with pytest.raises(ValueError, match="xrows"):
+        step(arrays, G, X, 1.0, np.empty_like(X), rows, rows)
     monkeypatch.setattr(_kernels, "_kernel", None)
     monkeypatch.setenv("SPARSESVM_NUMBA", "0")
     assert _kernels.sparse_step(pen, 10**9) is None
@@ -556,13 +639,26 @@ def test_primal_step_from_the_dual_alternates_its_buffers():
     pen = make_penalty("l12", "features", M, K)
     X = np.zeros((M + 1, K))
     primal, plain = PrimalStep(pen, X, tau=0.05), PrimalStep(pen, X, tau=0.05)
+    blind = PrimalStep(pen, X, tau=0.05)  # reads every row of X: no marks of X
+    blind.buffers.marks_of = lambda X: None
     plain.rowwise = None
-    Xp = X.copy()
+    given = []  # the marks of X the step was handed
+    rowwise = primal.rowwise
+    primal.rowwise = lambda *a: given.append(a[-1]) or rowwise(*a)
+    Xp, Xb = X.copy(), X.copy()
     seen = []
-    for _ in range(4):
+    for it in range(4):
         Y = rng.random((L, K))
+        marks_before = None if primal.rows is None else primal.rows.copy()
         Xn, rel = primal.from_dual(X, Y, op)
         want, rel_want = plain.from_dual(Xp, Y, op)
+        Xb, rel_blind = blind.from_dual(Xb, Y, op)
+        assert Xn.tobytes() == Xb.tobytes() and rel == rel_blind
+        if it == 0:  # X0 is not a buffer
+            assert given[-1] is None
+        else:  # X's marks: the previous step's marks of its X+, 0 on some rows
+            np.testing.assert_array_equal(given[-1], marks_before)
+            assert 0 < np.count_nonzero(given[-1][:-1] == 0) < M
         assert plain.rows is None and primal.rows is not None
         assert Xn is not X
         np.testing.assert_allclose(Xn, want, rtol=1e-12, atol=1e-15)
@@ -591,15 +687,23 @@ def test_fista_marks_the_zero_rows_of_its_next_point(momentum):
     Phi = sp.random(L, M, density=0.05, format="csr", random_state=4)
     op = MulticlassOperator(Phi, np.arange(L) % K, K).prepare()
     op.products.use = {"forward": True, "adjoint": True}  # whatever the timings chose
-    forward = _ForwardStep(op, make_penalty("l12", "features", M, K), 1.0, momentum=momentum)
-    forward.step = 0.05
+    pen = make_penalty("l12", "features", M, K)
+    forward = _ForwardStep(op, pen, 1.0, momentum=momentum)
+    blind = _ForwardStep(op, pen, 1.0, momentum=momentum)  # no marks of V: reads all its rows
+    blind_rowwise, rowwise, given = blind.rowwise, forward.rowwise, []
+    blind.rowwise = lambda *a: blind_rowwise(*a[:-1], None)
+    forward.rowwise = lambda *a: given.append(a[-1] is not None) or rowwise(*a)
+    forward.step = blind.step = 0.05
     X = np.zeros((M + 1, K))
     V, t = np.zeros((M + 1, K)) if momentum else X, 1.0
+    Xb, Vb, tb = X.copy(), V.copy(), t
     marked = []
     for it in range(6):
         P = rng.random((L, K)) - 0.3 * (it % 2)  # the momentum points back every other step
         X_before = X.copy()
-        Xn, _, V, t = forward(V, X, P, t)
+        Xn, rel, V, t = forward(V, X, P.copy(), t)
+        Xb, rel_b, Vb, tb = blind(Vb, Xb, P.copy(), tb)
+        assert (Xn.tobytes(), V.tobytes(), rel, t) == (Xb.tobytes(), Vb.tobytes(), rel_b, tb)
         if it == 0 and momentum:  # X was not one of the step's buffers: no marks of it
             assert forward.rows is None
         else:  # forward-backward: Xn's marks, whatever X was
@@ -610,3 +714,5 @@ def test_fista_marks_the_zero_rows_of_its_next_point(momentum):
             marked.append(int(np.count_nonzero(forward.rows[:-1] == 0)))
         X = Xn
     assert all(0 < n < M for n in marked), marked
+    # the step was handed V's marks from the first step whose V is the marked V+ on
+    assert given == [False] * (2 if momentum else 1) + [True] * (4 if momentum else 5)

@@ -54,6 +54,9 @@ MIN_SIZE = 10_000
 
 _kernel = None
 
+#: ``csr_step``'s ``xrows`` when nothing is known of ``X``'s rows (read them all)
+_NO_MARKS = np.zeros(0, dtype=np.uint8)
+
 
 def cache_dir():
     """Directory of the compiled kernels' cache (numba's ``.nbi``/``.nbc`` files).
@@ -169,7 +172,7 @@ def fused_step(penalty, size, force=False):
 
 
 def sparse_step(penalty, size, force=False):
-    """A callable ``step(arrays, G, X, tau, out, rows) -> (||out||^2, <out, X>)``, or None.
+    """A callable ``step(arrays, G, X, tau, out, rows, xrows=None) -> (||out||^2, <out, X>)``, or None.
 
     :func:`fused_step` with ``V = A G`` formed row by row inside the step, never stored
     (:func:`sparsesvm.solvers._kernels_jit.csr_step`: the values of the product and the
@@ -178,9 +181,11 @@ def sparse_step(penalty, size, force=False):
     ``Phi``, :meth:`sparsesvm.model.operator.MulticlassOperator.T_adjoint_rows`), ``G``
     (L, K), ``X`` and ``out`` (M + 1, K) float64 C-contiguous, ``out`` not ``X``; ``rows``
     (M + 1,) uint8, the kernel's marks of the rows of ``out`` that hold zeros (0), kept
-    with ``out`` from one call to the next. For row-separable penalties (l2, l1, groups of
-    one row across classes); None for within-class groups, and where :func:`fused_step` is
-    None.
+    with ``out`` from one call to the next; ``xrows`` (M + 1,) uint8 or None, 0 on the rows
+    of ``X`` that hold +0.0 (``X`` the other buffer of a pair, as the kernel marks it),
+    which l1,2 does not read and mostly settles by a bound (the same bits). For
+    row-separable penalties (l2, l1, groups of one row across classes); None for
+    within-class groups, and where :func:`fused_step` is None.
     """
     found = _step_kernels(penalty, size, force)
     if found is None:
@@ -190,17 +195,24 @@ def sparse_step(penalty, size, force=False):
         return None
     kernel = kernels.csr_step
 
-    def step(arrays, G, X, tau, out, rows):
+    def step(arrays, G, X, tau, out, rows, xrows=None):
         for a in (G, X, out):
             if not a.flags.c_contiguous:
                 raise ValueError("the compiled step takes C-contiguous float64 arrays")
-        if not (X.shape == out.shape and rows.shape == (X.shape[0],) and G.shape[1] == X.shape[1]
-                and arrays[0].shape == (X.shape[0] + 1,)):  # the kernel does not check its indices
+        n = X.shape[0]
+        if not (X.shape == out.shape and rows.shape == (n,) and G.shape[1] == X.shape[1]
+                and arrays[0].shape == (n + 1,)
+                and (xrows is None or xrows.shape == (n,))):  # the kernel does not check indices
             raise ValueError(f"shapes do not match: X {X.shape}, out {out.shape}, rows "
-                             f"{rows.shape}, G {G.shape}, A with {arrays[0].shape[0] - 1} rows")
+                             f"{rows.shape}, xrows {None if xrows is None else xrows.shape}, "
+                             f"G {G.shape}, A with {arrays[0].shape[0] - 1} rows")
         if np.shares_memory(out, X):
             raise ValueError("out must not share memory with X")
-        return kernel(*arrays, G, X, float(tau), kind, out, rows)
+        if xrows is None:
+            xrows = _NO_MARKS
+        elif np.shares_memory(xrows, rows):
+            raise ValueError("xrows (X's marks) must not share memory with rows (out's)")
+        return kernel(*arrays, G, X, float(tau), kind, out, rows, xrows)
 
     return step
 

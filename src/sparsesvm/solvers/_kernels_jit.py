@@ -781,16 +781,21 @@ def muladd(typingctx, a, b, c):
     return sig, codegen
 
 
-#: ``csr_step(indptr, indices, data, G, X, tau, kind, out, rows) -> (nn, cross)``
+#: ``csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows) -> (nn, cross)``
 _CSR_STEP_SIGNATURE = types.UniTuple(types.float64, 2)(_U1, _U1, _C1, _C2, _C2, types.float64,
-                                                        types.int64, _C2, _B1)
+                                                        types.int64, _C2, _B1, _B1)
+
+#: csr_step settles an l1,2 row of X at +0 as 0 when its bound on ||(A G)_r|| is at most
+#: this: the computed row's norm, within (nnz + K + 3) units of rounding of the bound, is
+#: then below 1, and the prox makes it 0 (the margin covers rows of up to about 4e6 terms)
+_SETTLE_BELOW = 1.0 - 1e-9
 
 
 # no fast-math flag: each row of A G is summed in scipy's order (csr_product's bits: a fast-math
 # caller would have its callees contract these sums too); the shift X - tau V as step's
 # contraction computes it
 @numba.njit(_CSR_STEP_SIGNATURE, cache=True, nogil=True)
-def csr_step(indptr, indices, data, G, X, tau, kind, out, rows):
+def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
     """:func:`step` for a row-separable penalty with ``V = A G`` formed row by row:
     ``out = prox_{tau g}(X - tau A G)`` (bias row: no prox); returns ``(||out||^2, <out, X>)``.
 
@@ -802,8 +807,8 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows):
     back: the values of :func:`csr_product` followed by :func:`step` (the rows of ``A G``
     summed in the same order, the shift rounded as step's contraction rounds it; an l1,2
     row's sum of squares in row order, which step's compiled loop may reassociate: its
-    last bit, hence the row's, may differ; the two inner products too). Four rows at a
-    time for l1,2, their sums of squares in four independent chains.
+    last bit, hence the row's, may differ; the two inner products too). Four l1,2 rows at
+    a time, their sums of squares in four independent chains.
 
     ``rows`` (M + 1,) marks the rows of ``out``: 0 where the row holds zeros this kernel
     wrote, 1 elsewhere; the kernel updates it (the bias row stays 1). An l1,2 row shrunk to
@@ -811,41 +816,84 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows):
     of their rows at 0, so a buffer reused every other iteration keeps most of them. A
     new buffer comes with ``rows`` all 1 (or zeros with ``rows`` all 0).
     :func:`csc_forward` takes the same marks to skip the zero rows.
+
+    ``xrows`` (M + 1,): for l1,2, the marks of ``X``'s rows, 0 where the row holds +0.0 (as
+    this kernel writes a zero row: ``X`` the other buffer of a pair); empty: none known.
+    Such a row is not read: its shifted point is ``muladd(-tau, v, 0.0)``, and a safe bound
+    settles most of them without their K-wide sums: the prox of ``-tau v`` is 0 when
+    ``||v|| <= 1``, and ``||(A G)_r|| <= sum_p |A_rp| ||G_p||``, one product per stored
+    entry (``G``'s row norms taken once); a row whose bound is at most
+    :data:`_SETTLE_BELOW` is 0 (written only where ``out`` does not hold zeros already),
+    the others are summed as above. The same bits as reading every row: a settled row is
+    one the prox makes 0, and zero rows add nothing to the two inner products.
     """
     M = np.uint64(X.shape[0] - 1)
     K = np.uint64(X.shape[1])
     one = np.uint64(1)
+    four = np.uint64(4)
     g = G.ravel()
     x = X.ravel()
     o = out.ravel()
     u = np.empty(4 * X.shape[1])  # up to four rows of A G, then of X - tau A G
+    at_row = np.empty(4, dtype=np.uint64)  # the row in each of u's four slots
     ss = np.empty(4)
     a = np.empty(X.shape[1])  # group_scale's work array (l1,inf)
     c = 1.0 / (1.0 + tau)  # l2's scale
+    known = kind == 2 and xrows.size == X.shape[0]  # X's zero rows: not read, most settled
+    gn = np.empty(G.shape[0] if known else 0)  # the norms of G's rows, for the bound
+    for i in range(gn.size):
+        s = 0.0
+        for k in range(K):
+            s += g[i * K + k] * g[i * K + k]
+        gn[i] = np.sqrt(s)
     nn = 0.0
     cross = 0.0
     r = np.uint64(0)
     while r <= M:
-        # rows r to r + nb - 1 of A G, as csr_product sums them, and the shifted point; four
-        # rows at a time for l1,2 (their sums of squares in four chains), else one
-        nb = min(np.uint64(4), M - r) if kind == 2 and r < M else one
-        for j in range(nb):
-            at = j * K
+        # rows of A G, as csr_product sums them, and the shifted point: up to four l1,2 rows
+        # below the bias row (their sums of squares in four chains), else one row
+        single = kind != 2 or r == M
+        nb = np.uint64(0)
+        while nb < (one if single else four) and r <= M and (single or r < M):
+            zero = known and r < M and xrows[r] == 0  # X's row r holds +0.0
+            if zero:
+                bound = 0.0
+                for p in range(indptr[r], indptr[r + one]):
+                    bound += abs(data[p]) * gn[indices[p]]
+                if bound <= _SETTLE_BELOW:  # the prox makes this row 0
+                    if rows[r]:
+                        base = r * K
+                        for k in range(K):
+                            o[base + k] = 0.0
+                        rows[r] = 0
+                    r += one
+                    continue
+            at = nb * K
             for k in range(K):
                 u[at + k] = 0.0
-            for p in range(indptr[r + j], indptr[r + j + one]):
+            for p in range(indptr[r], indptr[r + one]):
                 gb = indices[p] * K
                 d = data[p]
                 for k in range(K):
                     u[at + k] += d * g[gb + k]
-            base = (r + j) * K
-            for k in range(K):
-                u[at + k] = muladd(-tau, u[at + k], x[base + k])
-        if r == M or kind != 2:
+            if zero:
+                for k in range(K):
+                    u[at + k] = muladd(-tau, u[at + k], 0.0)
+            else:
+                base = r * K
+                for k in range(K):
+                    u[at + k] = muladd(-tau, u[at + k], x[base + k])
+            at_row[nb] = r
+            nb += one
+            r += one
+        if nb == 0:  # every row up to the bias row settled
+            continue
+        if single:
             # the bias row (no prox), l2 and l1 (entry by entry), l1,inf (the row's clip level)
-            base = r * K
+            rr = at_row[0]
+            base = rr * K
             sc = c
-            if kind == 3 and r < M:
+            if kind == 3 and rr < M:
                 s = 0.0
                 m = 0.0
                 for k in range(K):
@@ -854,18 +902,17 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows):
                     s += w
                     m = max(m, w)
                 sc = group_scale(kind, tau, s, m, a, X.shape[1])
-            nonzero = r == M
+            nonzero = rr == M
             n0 = c0 = 0.0
             for k in range(K):
-                w = u[k] if r == M else apply(kind, u[k], sc, tau)
+                w = u[k] if rr == M else apply(kind, u[k], sc, tau)
                 o[base + k] = w
                 n0 += w * w
                 c0 += w * x[base + k]
                 nonzero |= w != 0.0
-            rows[r] = nonzero
+            rows[rr] = nonzero
             nn += n0
             cross += c0
-            r += one
             continue
         # l1,2: each row's sum of squares (in row order, a chain per row) and shrink factor;
         # a row shrunk to 0 is zeros
@@ -885,7 +932,7 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows):
                     s0 += u[j * K + k] * u[j * K + k]
                 ss[j] = s0
         for j in range(nb):
-            rj = r + j
+            rj = at_row[j]
             base = rj * K
             at = j * K
             sc = group_scale(kind, tau, ss[j], 0.0, a, X.shape[1])
@@ -897,12 +944,17 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows):
                 continue
             rows[rj] = 1
             n0 = c0 = 0.0
-            for k in range(K):
-                w = u[at + k] * sc
-                o[base + k] = w
-                n0 += w * w
-                c0 += w * x[base + k]
+            if known and xrows[rj] == 0:  # its terms of <out, X> are signed zeros: not added
+                for k in range(K):
+                    w = u[at + k] * sc
+                    o[base + k] = w
+                    n0 += w * w
+            else:
+                for k in range(K):
+                    w = u[at + k] * sc
+                    o[base + k] = w
+                    n0 += w * w
+                    c0 += w * x[base + k]
             nn += n0
             cross += c0
-        r += nb
     return nn, cross
