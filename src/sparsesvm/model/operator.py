@@ -436,7 +436,7 @@ class SparseProducts:
         if not compiled:
             return np.asarray(self.Phi1 @ X)
         if rows is None:
-            rows = _NO_ROWS
+            rows = _kernels_module().NO_MARKS
         elif rows.dtype != np.uint8 or rows.shape != (X.shape[0],) or not rows.flags.c_contiguous:
             raise ValueError(f"rows must be a contiguous uint8 array of shape ({X.shape[0]},), "
                              f"got {rows.dtype} {rows.shape}")
@@ -456,10 +456,6 @@ class SparseProducts:
         out = np.empty((self.PhiT1.shape[0], G.shape[1]))
         self._kernel(1)(*self._arrays, G, out)
         return out
-
-
-#: no marks: the compiled sparse forward product finds the zero rows from the bits
-_NO_ROWS = np.zeros(0, dtype=np.uint8)
 
 
 def _kernels_module():

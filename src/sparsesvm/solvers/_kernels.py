@@ -54,8 +54,9 @@ MIN_SIZE = 10_000
 
 _kernel = None
 
-#: ``csr_step``'s ``xrows`` when nothing is known of ``X``'s rows (read them all)
-_NO_MARKS = np.zeros(0, dtype=np.uint8)
+#: no row marks: what ``csr_step`` takes as ``xrows`` and ``csc_forward`` as ``rows`` when
+#: nothing is known of the rows (every row summed; the zero rows found from the bits)
+NO_MARKS = np.zeros(0, dtype=np.uint8)
 
 
 def cache_dir():
@@ -183,7 +184,7 @@ def sparse_step(penalty, size, force=False):
     (M + 1,) uint8, the kernel's marks of the rows of ``out`` that hold zeros (0), kept
     with ``out`` from one call to the next; ``xrows`` (M + 1,) uint8 or None, 0 on the rows
     of ``X`` that hold +0.0 (``X`` the other buffer of a pair, as the kernel marks it),
-    which l1,2 does not read and mostly settles by a bound (the same bits). For
+    which l1,2 mostly settles by a bound without their sums (the same bits). For
     row-separable penalties (l2, l1, groups of one row across classes); None for
     within-class groups, and where :func:`fused_step` is None.
     """
@@ -209,7 +210,7 @@ def sparse_step(penalty, size, force=False):
         if np.shares_memory(out, X):
             raise ValueError("out must not share memory with X")
         if xrows is None:
-            xrows = _NO_MARKS
+            xrows = NO_MARKS
         elif np.shares_memory(xrows, rows):
             raise ValueError("xrows (X's marks) must not share memory with rows (out's)")
         return kernel(*arrays, G, X, float(tau), kind, out, rows, xrows)

@@ -331,8 +331,8 @@ class PrimalStep:
     row and never stores it (:func:`sparsesvm.solvers._kernels.sparse_step`), writes ``X+``
     into one of two buffers used in turn, where the rows that stay 0 are not written again,
     and keeps :attr:`rows`, the marks of ``X+``'s zero rows that ``T`` then skips
-    (:meth:`~sparsesvm.model.operator.MulticlassOperator.T`) and the next step does not
-    read (l1,2: most of them are settled by a bound, without their sums). The values of the product
+    (:meth:`~sparsesvm.model.operator.MulticlassOperator.T`) and the next step mostly
+    settles by a bound, without their sums (l1,2). The values of the product
     and the step one after the other, to rounding (an l1,2 row's sum of squares may differ
     in its last bit; :func:`sparsesvm.solvers._kernels_jit.csr_step`).
 
@@ -360,7 +360,7 @@ class PrimalStep:
             self.rows = None
             return self(X, op.T_adjoint(Y))
         Xn, self.rows = self.buffers.other_than(X)
-        # X's marks (the other buffer's, from the second step on): its zero rows are not read
+        # X's marks (the other buffer's, from the second step on): its zero rows, mostly settled
         nn, cross = self.rowwise(*rows, X, self.tau, Xn, self.rows, self.buffers.marks_of(X))
         return Xn, self.measure.from_products(nn, cross, Xn, X)
 

@@ -211,8 +211,9 @@ class _ForwardStep:
     loops (:class:`~sparsesvm.solvers._loop.PrimalStep`), and :attr:`rows` marks the zero
     rows of the next point, which the next ``T V`` skips: ``Xn``'s for forward-backward,
     those zero in both ``Xn`` and ``X`` for FISTA (the OR of the two buffers' marks,
-    :meth:`~sparsesvm.solvers._loop.RowBuffers.union_marks`), which the next step does not
-    read either (l1,2). ``step`` is set once the
+    :meth:`~sparsesvm.solvers._loop.RowBuffers.union_marks`), which the next step mostly
+    settles by a bound (l1,2); the caller hands back as ``V`` the ``V+`` it was given (both
+    loops here do). ``step`` is set once the
     clock runs (it needs ``||T||``), as :class:`~sparsesvm.solvers._loop.PrimalStep`'s ``tau``.
     """
 
@@ -228,9 +229,8 @@ class _ForwardStep:
         self.buffers = RowBuffers()
         # on the row-by-row path, the marks of the zero rows of the next point V+ (forward-
         # backward: Xn's; FISTA: those of Xn and X), which the next T V+ skips and the next
-        # step does not read; _marked: the array that holds V+
+        # step mostly settles
         self.rows = None
-        self._marked = None
 
     def adjoint_input(self, P):
         """The argument of this step's product ``T^T``: ``lam P`` on the compiled path
@@ -246,8 +246,7 @@ class _ForwardStep:
         ``Phi``; :func:`sparsesvm.solvers._kernels.sparse_step`: ``Xn`` in whichever of
         :attr:`buffers` is not ``X``, :attr:`rows` its marks on forward-backward), else the
         product (or the given ``G``) and the fused step, which writes ``Xn`` over it."""
-        known = self.rows if V is self._marked else None  # V's zero rows, if marked
-        self.rows = self._marked = None
+        known, self.rows = self.rows, None  # V's zero rows (V: the V+ of the last step)
         if G is None:
             P = self.adjoint_input(P)
             rows = self.op.T_adjoint_rows(P) if self.rowwise is not None else None
@@ -258,7 +257,6 @@ class _ForwardStep:
                 # restart), written into V, is 0 on the rows zero in both Xn and X: the OR
                 # of the two buffers' marks (none at the first step, X not a buffer)
                 self.rows = self.buffers.union_marks(X) if self.momentum else marks
-                self._marked = V if self.momentum else Xn
                 return Xn, nn, cross
             G = self.op.T_adjoint(P)
         Xn = np.ascontiguousarray(G)
