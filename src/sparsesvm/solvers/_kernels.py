@@ -184,7 +184,7 @@ def sparse_step(penalty, size, force=False):
     (M + 1,) uint8, the kernel's marks of the rows of ``out`` that hold zeros (0), kept
     with ``out`` from one call to the next; ``xrows`` (M + 1,) uint8 or None, 0 on the rows
     of ``X`` that hold +0.0 (``X`` the other buffer of a pair, as the kernel marks it),
-    which l1,2 does not read and mostly settles by a bound (the same bits). For
+    whose shift l1,2 forms without reading them, most settled by a bound (the same bits). For
     row-separable penalties (l2, l1, groups of one row across classes); None for
     within-class groups, and where :func:`fused_step` is None.
     """

@@ -819,7 +819,7 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
 
     ``xrows`` (M + 1,): for l1,2, the marks of ``X``'s rows, 0 where the row holds +0.0 (as
     this kernel writes a zero row: ``X`` the other buffer of a pair); empty: none known.
-    Such a row is not read (its shift is ``muladd(-tau, v, 0.0)``), and a safe bound settles
+    Such a row's shift does not read it (``muladd(-tau, v, 0.0)``), and a safe bound settles
     most of them without their K-wide sums: the prox of ``-tau v`` is 0 when ``||v|| <= 1``,
     and ``||(A G)_r|| <= sum_p |A_rp| ||G_p||``, one product per stored entry (``G``'s row
     norms taken once); a row whose bound is at most
@@ -948,6 +948,7 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
                 continue
             rows[rj] = 1
             n0 = c0 = 0.0
+            # a row of X marked 0 holds +0.0: its terms of <out, X> add +0 (the same bits)
             for k in range(K):
                 w = u[at + k] * sc
                 o[base + k] = w
