@@ -64,7 +64,9 @@ prints the strata and stops. Two job lists may share ``--out`` (each stratum
 draws the same jobs in both, and each summary counts only its own strata): for
 example ``--configfile`` a file holding ``share_runs: false`` (the workflow
 merges it over ``config/config.yaml``), then ``config/config.yaml`` itself,
-whose sample is a subset of the first's.
+whose sample is a subset of the first's. ``--experiments e3``: one experiment's jobs of the
+list alone (the same draws as in the whole list), e.g. to measure a change that touches
+only that experiment's jobs.
 """
 
 from __future__ import annotations
@@ -199,6 +201,25 @@ def stratum(job):
     return (w["dataset"], w["experiment"], w["L"], w["method"] + grid)
 
 
+def select_experiments(jobs, experiments):
+    """The jobs of the given experiments (all jobs if none given). Each stratum draws from
+    its own generator (:func:`draw`), so a selection draws the jobs the whole list draws in
+    those experiments: one experiment measured alone, the rest of the sample left as it is.
+
+    Raises
+    ------
+    ValueError
+        An experiment that has no job in the list (a typo, or one the config does not run).
+    """
+    if not experiments:
+        return jobs
+    have = {j["wildcards"]["experiment"] for j in jobs}
+    missing = sorted(set(experiments) - have)
+    if missing:
+        raise ValueError(f"no jobs of experiment(s) {missing} in the job list; it has {sorted(have)}")
+    return [j for j in jobs if j["wildcards"]["experiment"] in experiments]
+
+
 def draw(jobs, per_stratum, seed):
     """``per_stratum`` jobs of each stratum (all of a smaller one), seeded, in run order.
 
@@ -311,6 +332,9 @@ def main(argv=None):
                     help="only extrapolate from the --out JSONL written so far")
     ap.add_argument("--cores", type=int, default=1, help="cores for making the inputs")
     ap.add_argument("--list", action="store_true", help="print the strata and stop")
+    ap.add_argument("--experiments", nargs="+", default=None, metavar="EXP",
+                    help="only these experiments' jobs (e.g. e3): the same draws as in the "
+                         "whole job list, extrapolated over their jobs alone")
     ap.add_argument("--pair-grids", action="store_true",
                     help="also run each measured grid job's alphas as single jobs (same tree): "
                          "the grid jobs' paired cost, in <out>.pairs.jsonl and the summary")
@@ -322,6 +346,10 @@ def main(argv=None):
     config = {"results": str(Path(args.results).resolve()),
               "mirror": str(Path(args.mirror).resolve())}
     jobs = load_jobs(args.jobs_json, args.configfile, config)
+    try:
+        jobs = select_experiments(jobs, args.experiments)
+    except ValueError as err:
+        ap.error(str(err))
     groups, sample = draw(jobs, args.per_stratum, args.seed)
     print(f"{len(jobs)} jobs, {len(groups)} strata, {len(sample)} sampled", file=sys.stderr)
     if args.list:

@@ -319,6 +319,24 @@ def test_estimate_draws_the_same_jobs_from_the_strata_two_job_lists_share():
     assert names(other_seed) != names(without_e4)
 
 
+def test_estimate_selects_experiments_with_the_whole_lists_draws():
+    est = _estimator()
+    jobs = [{"wildcards": {"dataset": d, "experiment": e, "L": "5K", "method": m, "alpha": str(a),
+                           "subset": str(s)}}
+            for d, e in (("mnist", "e2"), ("news20", "e3")) for m in ("hinge-reg", "square")
+            for a in range(5) for s in range(6)]
+    _, whole = est.draw(jobs, 2, seed=0)
+    only = est.select_experiments(jobs, ["e3"])
+    assert {j["wildcards"]["experiment"] for j in only} == {"e3"} and len(only) == len(jobs) // 2
+    groups, sample = est.draw(only, 2, seed=0)
+    assert len(groups) == 2
+    assert (sorted(json.dumps(j, sort_keys=True) for j in sample)
+            == sorted(json.dumps(j, sort_keys=True) for j in whole if j["wildcards"]["experiment"] == "e3"))
+    assert est.select_experiments(jobs, None) is jobs
+    with pytest.raises(ValueError, match=r"\['e5'\].*'e2', 'e3'"):
+        est.select_experiments(jobs, ["e3", "e5"])
+
+
 def test_estimate_counts_grid_jobs_in_strata_of_their_own():
     est = _estimator()
     single = [{"wildcards": {"dataset": "mnist", "experiment": "e2", "L": "3K", "method": "logit",
