@@ -1,7 +1,7 @@
 """Compile once, never on the clock (issue 11).
 
-The compiled kernels (sparsesvm.solvers._kernels, and the l2 engine's sweep in
-sparsesvm.solvers.accelerated.l2dual) are loaded from numba's on-disk cache
+The compiled kernels (sparsesvm.solvers._kernels, the l2 engine's sweep in
+sparsesvm.solvers.accelerated.l2dual, PDHG's steps in sparsesvm.solvers.accelerated.pdhg) are loaded from numba's on-disk cache
 by a new process (no compilation: numba's dispatcher counts a cache hit and no
 miss, and no cache file is written), the cache lives in a user cache
 directory (not in the package), a user's NUMBA_CACHE_DIR is respected, and
@@ -124,6 +124,42 @@ def test_dcd_sweep_is_compiled_once_and_never_on_the_clock(tmp_path):
     before = _files(root)
     warm = _run_job(XDG_CACHE_HOME=str(cache_home), job=DCD_JOB)
     assert warm["misses"] == [0] and warm["hits"] == [1]
+    assert _files(root) == before
+
+
+# The accelerated solver's PDHG (inner="pdhg") with its compiled steps, on a problem below
+# the paper's loops' MIN_SIZE (PDHG loads them whatever the size, when it first runs), hinge-con.
+PDHG_JOB = r"""
+import json, time
+import numpy as np
+from sparsesvm.solvers.accelerated import hinge, pdhg
+rng = np.random.default_rng(0)
+L, M, K = 40, 30, 3
+Phi = rng.normal(size=(L, M))
+y = np.arange(L) % K
+t0 = time.perf_counter()
+r = hinge.hinge_con(Phi, y, K, "l1", eta=0.5 * L, tol=1e-12, max_iter=20, inner="pdhg")
+wall = time.perf_counter() - t0
+mod = pdhg._pdhg_kernels()
+st = [k.stats for k in (mod.sublevel_step, mod.halpern_residual, mod.halpern_average)]
+print(json.dumps({"fit_time": r.time, "wall": wall, "n_iter": r.n_iter,
+                  "hits": [sum(s.cache_hits.values()) for s in st],
+                  "misses": [sum(s.cache_misses.values()) for s in st],
+                  "cache_path": st[0].cache_path}))
+"""
+
+
+def test_pdhg_kernels_are_compiled_once_and_never_on_the_clock(tmp_path):
+    pytest.importorskip("numba")
+    cache_home = tmp_path / "xdg"
+    cold = _run_job(XDG_CACHE_HOME=str(cache_home), job=PDHG_JOB)
+    assert cold["misses"] == [1, 1, 1] and cold["hits"] == [0, 0, 0] and cold["n_iter"] == 20
+    root = cache_home / "sparsesvm" / "numba"
+    assert Path(cold["cache_path"]).is_relative_to(root)
+    assert cold["fit_time"] < 0.2 * cold["wall"]  # compiling every kernel is off the clock
+    before = _files(root)
+    warm = _run_job(XDG_CACHE_HOME=str(cache_home), job=PDHG_JOB)
+    assert warm["misses"] == [0, 0, 0] and warm["hits"] == [1, 1, 1]
     assert _files(root) == before
 
 

@@ -30,7 +30,9 @@ workflow's conda environment has it). Without it, or with
 ``SPARSESVM_NUMBA=0`` in the environment, :func:`fused_step` returns None and
 the solvers use the numpy path. It is used only for problems with at least
 :data:`MIN_SIZE` parameters: below that, numpy's passes cost less than
-importing numba and loading the compiled kernel.
+importing numba and loading the compiled kernel. (The accelerated solver's PDHG
+takes the primal and dual steps at every size, loading them when it first runs in
+a solve, off its clock: :mod:`sparsesvm.solvers.accelerated.pdhg`.)
 
 Compile once: the kernels are module-level functions of
 :mod:`sparsesvm.solvers._kernels_jit` with numba's on-disk cache, so a new process

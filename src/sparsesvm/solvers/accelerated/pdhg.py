@@ -6,6 +6,14 @@ its diagonal preconditioning, its preconditioned operator norm, its dual step
 hinge-con) and its certificate; :func:`_pdhg` runs Halpern-restarted PDHG with
 reflection and primal-weight updates on it (see the module docstring of
 :mod:`sparsesvm.solvers.accelerated.hinge` for the ingredients).
+
+Without preconditioning (one step size for all the weights, one for all the dual rows)
+the primal step is the compiled fused step of the paper's loops
+(:func:`sparsesvm.solvers._kernels.fused_step`), hinge-reg's dual step their compiled
+simplex step (:func:`sparsesvm.solvers._kernels.simplex_step`) and hinge-con's the
+compiled :func:`sparsesvm.solvers.accelerated._pdhg_jit.sublevel_step`, where numba is
+available (:func:`load_kernels`, ``compiled=True``); the numpy steps stay the reference
+they are tested against.
 """
 
 
@@ -15,9 +23,30 @@ import scipy.sparse as sp
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from ...model.operator import power_norm
 from ...model.projections import _project_simplex
+from .. import _kernels
+from .._kernels import import_compiled
 from .clock import WALL, pdhg_iteration_seconds
 
-__all__ = ["_Problem", "_pdhg", "_sublevel_dual_step"]
+__all__ = ["_Problem", "_pdhg", "_sublevel_dual_step", "load_kernels"]
+
+_compiled = None
+
+
+def _pdhg_kernels():
+    """:mod:`~sparsesvm.solvers.accelerated._pdhg_jit` (loaded once per process), or None
+    without numba or with ``SPARSESVM_NUMBA=0``."""
+    global _compiled
+    if _compiled is None:
+        module = import_compiled("sparsesvm.solvers.accelerated._pdhg_jit") if _kernels.available() else None
+        _compiled = module if module is not None else False
+    return _compiled or None
+
+
+def load_kernels():
+    """Whether PDHG's compiled steps are available; compiles or loads them (the paper's
+    loops' kernels, :func:`sparsesvm.solvers._kernels.available`, and
+    :mod:`~sparsesvm.solvers.accelerated._pdhg_jit`)."""
+    return _kernels.available() and _pdhg_kernels() is not None
 
 
 def _sublevel_dual_step(U, w, eta):
@@ -77,9 +106,22 @@ class _Problem:
     par : float
         lambda (reg) or eta (con).
     precondition : {"none", "diag"}
+    compiled : bool
+        Take the compiled steps (module docstring) where they apply: ``precondition ==
+        "none"``, a penalty of the package's own classes, the kernels available
+        (:func:`load_kernels`, called before, off the clock).
+
+    Attributes
+    ----------
+    fused, simplex, sublevel : callable or None
+        The compiled primal step and the compiled dual step of hinge-reg (``simplex``) or
+        hinge-con (``sublevel``), None where the numpy step runs.
+    kernels : module or None
+        :mod:`~sparsesvm.solvers.accelerated._pdhg_jit` where the Halpern iteration's
+        residual and average are compiled (with the steps).
     """
 
-    def __init__(self, op, geo, kind, par, precondition):
+    def __init__(self, op, geo, kind, par, precondition, compiled=False):
         self.op, self.geo = op, geo
         self.kind, self.par = kind, float(par)
         self.L, self.M, self.K = op.n_samples, op.n_features, op.n_classes
@@ -103,6 +145,14 @@ class _Problem:
             self.db = np.ones(K)
             self.dy = np.ones(L)
         self.norm = self._precond_norm()
+        self.fused = self.simplex = self.sublevel = self.kernels = None
+        if compiled and precondition == "none":
+            self.kernels = _pdhg_kernels()
+            self.fused = _kernels.fused_step(geo, (self.M + 1) * K, force=True)
+            if kind == "reg":
+                self.simplex = _kernels.simplex_step(L * K, force=True)
+            elif self.kernels is not None:
+                self.sublevel = self.kernels.sublevel_step
 
     def _precond_norm(self):
         """||D_y^(1/2) T D_x^(1/2)|| by :func:`~sparsesvm.model.operator.power_norm`, times 1.01."""
@@ -114,7 +164,7 @@ class _Problem:
                                  (self.M + 1, self.K), max_iter=60, tol=1e-4)
 
     def dual_step(self, Yhat, sig_rows):
-        """prox of sigma f* at Yhat; sig_rows (L,) per-row step."""
+        """prox of sigma f* at Yhat; sig_rows (L,) per-row step (numpy)."""
         if self.kind == "reg":
             return _project_simplex(Yhat + sig_rows[:, None] * self.op.R, self.par)
         U = Yhat / sig_rows[:, None] + self.op.R
@@ -165,10 +215,41 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=N
         return (s / om) * prob.dx, (s / om) * prob.db, (s * om) * prob.dy
 
     def primal_step(X, V):
+        """``prox_{tx g}(X - tx V)``, biases ``X - tb V``; ``V`` (a new ``T^T Y``) may be
+        overwritten."""
+        if prob.fused is not None:  # no preconditioning: tx and tb hold one value, s / omega
+            V = np.ascontiguousarray(V)
+            prob.fused(np.ascontiguousarray(X), V, s / omega, V)
+            return V
         Xn = np.empty_like(X)
         Xn[:-1] = geo.weight_prox(X[:-1] - geo.from_groups(tx * geo.to_groups(V[:-1])), tx)
         Xn[-1] = X[-1] - tb * V[-1]
         return Xn
+
+    def dual_step(Y, TX, TXn):
+        """The dual step at the over-relaxed point ``Y + sy (2 T Xn - T X)``."""
+        if prob.simplex is None and prob.sublevel is None:
+            return prob.dual_step(Y + sy[:, None] * (2.0 * TXn - TX), sy)
+        sigma = s * omega  # every entry of sy
+        Yn = np.empty_like(Y)
+        Y, TX, TXn = (np.ascontiguousarray(a) for a in (Y, TX, TXn))
+        if prob.simplex is not None:
+            prob.simplex(Y, TX, TXn, sigma * op.R, sigma, prob.par, Yn)
+        else:
+            prob.sublevel(Y, TX, TXn, op.R, sigma, prob.par, Yn)
+        return Yn
+
+    jit = prob.kernels  # the compiled residual and average, or None (numpy)
+    if jit is not None:  # the kernels take C-contiguous arrays
+        X, Y = np.ascontiguousarray(X), np.ascontiguousarray(Y)
+
+    def average(a, b, c, c1, c0, rho):
+        """Halpern's reflected average ``c1 ((1 + rho) a - rho b) + c0 c`` (a new array)."""
+        if jit is None:
+            return c1 * ((1 + rho) * a - rho * b) + c0 * c
+        out = np.empty_like(a)
+        jit.halpern_average(a, b, c, c1, c0, rho, out)
+        return out
 
     state = resume.pop("state", None) if resume is not None else None
     if state is None:
@@ -186,7 +267,7 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=N
     while total < max_iter:
         Xn = primal_step(X, op.T_adjoint(Y))
         TXn = op.T(Xn)
-        Yn = prob.dual_step(Y + sy[:, None] * (2.0 * TXn - TX), sy)
+        Yn = dual_step(Y, TX, TXn)
         clock.charge(step_work)
         total += 1
         k += 1
@@ -202,9 +283,12 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=N
                 break
             continue
         # fixed-point residual in the PDHG metric
-        dX, dY, dT = Xn - X, Yn - Y, TXn - TX
-        r2 = ((geo.to_groups(dX[:-1]) ** 2) / tx).sum() + (dX[-1] ** 2 / tb).sum() \
-            + ((dY ** 2) / sy[:, None]).sum() - 2.0 * (dY * dT).sum()
+        if jit is not None:
+            r2 = jit.halpern_residual(Xn, X, Yn, Y, TXn, TX, s / omega, s * omega)
+        else:
+            dX, dY, dT = Xn - X, Yn - Y, TXn - TX
+            r2 = ((geo.to_groups(dX[:-1]) ** 2) / tx).sum() + (dX[-1] ** 2 / tb).sum() \
+                + ((dY ** 2) / sy[:, None]).sum() - 2.0 * (dY * dT).sum()
         r = np.sqrt(max(r2, 0.0))
         if r_start is None:
             r_start = r
@@ -225,9 +309,8 @@ def _pdhg(prob, X, Y, omega, tol, max_iter, until, opts, on_check=None, resume=N
         else:
             c1 = (k) / (k + 1.0)
             c0 = 1.0 / (k + 1.0)
-            X = c1 * ((1 + rho) * Xn - rho * X) + c0 * X0
-            Y = c1 * ((1 + rho) * Yn - rho * Y) + c0 * Y0
-            TX = c1 * ((1 + rho) * TXn - rho * TX) + c0 * TX0
+            X, Y, TX = (average(a, b, c, c1, c0, rho)
+                        for a, b, c in ((Xn, X, X0), (Yn, Y, Y0), (TXn, TX, TX0)))
         if pause:
             break
     if pause:
