@@ -1,8 +1,8 @@
 """Compile once, never on the clock (issue 11).
 
 The compiled kernels (sparsesvm.solvers._kernels, the l2 engine's sweep in
-sparsesvm.solvers.accelerated.l2dual, PDHG's steps in sparsesvm.solvers.accelerated.pdhg) are loaded from numba's on-disk cache
-by a new process (no compilation: numba's dispatcher counts a cache hit and no
+sparsesvm.solvers.accelerated.l2dual, PDHG's steps in sparsesvm.solvers.accelerated.pdhg)
+are loaded from numba's on-disk cache by a new process (no compilation: numba's dispatcher counts a cache hit and no
 miss, and no cache file is written), the cache lives in a user cache
 directory (not in the package), a user's NUMBA_CACHE_DIR is respected, and
 ``fit_time`` never includes compiling or loading the kernel. Each fit runs in
