@@ -57,7 +57,8 @@ support vectors (samples with hinge > 0 or on the margin, ``1 + max_{k != y} s_k
 
 Single BLAS thread (:mod:`_harness`); the compiled kernels loaded before the first row.
 Rows are printed and (``--json``) written as each finishes; ``--budget`` seconds: no new
-problem is started after that (what is left is listed as dropped). ``--quick``: two tiny problems (a check that the script runs).
+problem is started after that (what is left is listed as dropped). ``--quick``: two tiny
+problems (a check that the script runs).
 
 Usage::
 
