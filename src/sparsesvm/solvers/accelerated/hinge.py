@@ -61,7 +61,7 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   size separates the l1 / l1inf problems that column generation certifies in seconds
   (real MNIST scattering, load_digits) from those where it stalls and PDHG does not
   (dense noisy problems with many support vectors): measured by
-  ``benchmarks/bench_engines.py``, the engines differ by 5x to more than 100x either way;
+  ``benchmarks/bench_engines.py``, the engines differ by 5x to more than 98x either way;
   the portfolio costs 1.11 to 3.12 times the faster one (:class:`_Portfolio`; 10.8 times
   where PDHG needs 0.11 s; the README's run of 9194b86).
 * ``"pdhg"`` (selectable for all): first-order primal-dual iterations
