@@ -1,6 +1,6 @@
 """What the compiled kernels cost a fresh process: importing numba, loading (or compiling) the
 kernels, and a short hinge-reg fit's CPU time against its ``fit_time_`` (``--what dcd``: the
-same for the accelerated l2 engine's compiled sweep).
+same for the accelerated l2 engine's compiled sweep; ``--what pdhg``: for PDHG's compiled steps).
 
 Question: what do the numba kernels cost a workflow job's fresh process, with a cold and a
 warm cache? Answered by ``python benchmarks/bench_kernel_load.py --repeats 3``.
@@ -15,6 +15,7 @@ way. JSON lines out, one per process (``--json``: all of them in one file).
     python benchmarks/bench_kernel_load.py --src /path/to/old/checkout/src --what fit
     python benchmarks/bench_kernel_load.py --repeats 1 --what load          # quick
     python benchmarks/bench_kernel_load.py --repeats 3 --what dcd           # the l2 engine
+    python benchmarks/bench_kernel_load.py --repeats 3 --what pdhg          # PDHG's steps
 """
 from __future__ import annotations
 
@@ -75,6 +76,23 @@ print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s":
                   "fit_time_s": round(clf.fit_time_, 4), "n_iter": int(clf.n_iter_)}))
 """
 
+PDHG = """
+import json, resource
+import numpy as np
+from sparsesvm.solvers.accelerated import hinge
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+rng = np.random.default_rng(0)
+L, M, K = 150, 1200, 5          # bench_family's dense noisy shape: 6005 weights, below the
+y = np.arange(L) % K            # paper's kernels' MIN_SIZE (PDHG loads its kernels at any size)
+X = rng.normal(size=(L, M))
+c0 = cpu()
+r = hinge.hinge_con(X, y, K, "l1inf", 10, eta=0.5 * L, tol=1e-12, max_iter=20, inner="pdhg")
+c1 = cpu()
+print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s": round(c1 - c0, 3),
+                  "fit_time_s": round(r.time, 4), "n_iter": int(r.n_iter)}))
+"""
+
 
 def run(code, src, cache):
     """The JSON line printed by ``code`` in a fresh process with the cache folder ``cache``."""
@@ -88,13 +106,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="warm-cache processes per measurement")
     ap.add_argument("--src", default=None, help="a checkout's src/ directory to measure instead")
-    ap.add_argument("--what", choices=["load", "fit", "dcd", "both", "all"], default="both",
+    ap.add_argument("--what", choices=["load", "fit", "dcd", "pdhg", "both", "all"], default="both",
                     help="load: the kernels; fit: a short hinge-reg l1inf fit; dcd: a short "
-                         "accelerated l2 fit (its compiled sweep); both: load and fit; all: the three")
+                         "accelerated l2 fit (its compiled sweep); pdhg: a short PDHG hinge-con "
+                         "fit (its compiled steps); both: load and fit; all: the four")
     h.add_output_argument(ap)
     args = ap.parse_args(argv)
-    codes = {"load": LOAD, "fit": FIT, "dcd": DCD}
-    runs = {"both": ["load", "fit"], "all": ["load", "fit", "dcd"]}.get(args.what, [args.what])
+    codes = {"load": LOAD, "fit": FIT, "dcd": DCD, "pdhg": PDHG}
+    runs = {"both": ["load", "fit"], "all": ["load", "fit", "dcd", "pdhg"]}.get(args.what, [args.what])
     rows = []
     for what in runs:
         with tempfile.TemporaryDirectory() as cache:
