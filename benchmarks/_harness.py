@@ -82,6 +82,7 @@ PACKAGE = {
     "kernels": ("sparsesvm.solvers._kernels", None),
     "accelerated": ("sparsesvm.solvers.accelerated.hinge", None),
     "l2dual": ("sparsesvm.solvers.accelerated.l2dual", None),
+    "pdhg": ("sparsesvm.solvers.accelerated.pdhg", None),
 }
 
 
@@ -106,8 +107,7 @@ def load_kernels():
     clock). Nothing without numba."""
     if not package("kernels").available():
         return
-    pdhg = importlib.import_module("sparsesvm.solvers.accelerated.pdhg")
-    getattr(pdhg, "load_kernels", lambda: None)()  # a version without PDHG's kernels
+    getattr(package("pdhg"), "load_kernels", lambda: None)()  # a version without PDHG's kernels
 
 
 # --------------------------------------------------------------------------------------

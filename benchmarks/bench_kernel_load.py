@@ -41,57 +41,50 @@ print(json.dumps({"import_numba_cpu_s": round(c1 - c0, 3), "load_kernels_cpu_s":
                   "cache_misses": sum(sum(f.stats.cache_misses.values()) for f in fns)}))
 """
 
-FIT = """
+#: a short fit in a fresh process: ``@IMPORT@`` (before the clocks), ``@PROBLEM@`` (X, y, K)
+#: and ``@FIT@`` (sets ``fit_time`` and ``n_iter``)
+FIT_TEMPLATE = """
 import json, resource
 import numpy as np
-from sparsesvm import SparseSVC
+@IMPORT@
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
 rng = np.random.default_rng(0)
+@PROBLEM@
+c0 = cpu()
+@FIT@
+c1 = cpu()
+print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s": round(c1 - c0, 3),
+                  "fit_time_s": round(fit_time, 4), "n_iter": int(n_iter)}))
+"""
+
+
+def _fit_code(imports, problem, fit):
+    return (FIT_TEMPLATE.replace("@IMPORT@", imports).replace("@PROBLEM@", problem)
+            .replace("@FIT@", fit))
+
+
+FIT = _fit_code("from sparsesvm import SparseSVC", """\
 L, M, K = 30, 3969, 10          # E2's smallest training set, scattering features
 y = np.arange(L) % K
-X = rng.normal(size=(L, M)).astype(np.float32)
-c0 = cpu()
+X = rng.normal(size=(L, M)).astype(np.float32)""", """\
 clf = SparseSVC(method="hinge-reg", penalty="l1inf", groups=81, alpha=0.1, max_iter=5).fit(X, y)
-c1 = cpu()
-print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s": round(c1 - c0, 3),
-                  "fit_time_s": round(clf.fit_time_, 4), "n_iter": int(clf.n_iter_)}))
-"""
+fit_time, n_iter = clf.fit_time_, clf.n_iter_""")
 
-DCD = """
-import json, resource
-import numpy as np
-from sparsesvm import SparseSVC
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
-rng = np.random.default_rng(0)
+DCD = _fit_code("from sparsesvm import SparseSVC", """\
 L, M, K = 500, 400, 10          # l2, L > M: the accelerated solver's dual coordinate descent
 y = np.arange(L) % K
-X = rng.normal(size=(L, M))
-c0 = cpu()
+X = rng.normal(size=(L, M))""", """\
 clf = SparseSVC(method="hinge-reg", penalty="l2", alpha=1.0, solver="accelerated", tol=1e-12,
                 max_iter=10).fit(X, y)
-c1 = cpu()
-print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s": round(c1 - c0, 3),
-                  "fit_time_s": round(clf.fit_time_, 4), "n_iter": int(clf.n_iter_)}))
-"""
+fit_time, n_iter = clf.fit_time_, clf.n_iter_""")
 
-PDHG = """
-import json, resource
-import numpy as np
-from sparsesvm.solvers.accelerated import hinge
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
-rng = np.random.default_rng(0)
+PDHG = _fit_code("from sparsesvm.solvers.accelerated import hinge", """\
 L, M, K = 150, 1200, 5          # bench_family's dense noisy shape: 6005 weights, below the
 y = np.arange(L) % K            # paper's kernels' MIN_SIZE (PDHG loads its kernels at any size)
-X = rng.normal(size=(L, M))
-c0 = cpu()
+X = rng.normal(size=(L, M))""", """\
 r = hinge.hinge_con(X, y, K, "l1inf", 10, eta=0.5 * L, tol=1e-12, max_iter=20, inner="pdhg")
-c1 = cpu()
-print(json.dumps({"process_cpu_to_first_fit_s": round(c1, 3), "first_fit_cpu_s": round(c1 - c0, 3),
-                  "fit_time_s": round(r.time, 4), "n_iter": int(r.n_iter)}))
-"""
+fit_time, n_iter = r.time, r.n_iter""")
 
 
 def run(code, src, cache):

@@ -96,7 +96,8 @@ def _solve(obj, cons, W, b):
             found = float(prob.value), np.vstack([W.value, b.value[None, :]])
             if prob.status == "optimal":
                 return found
-            fallback = fallback or found
+            if fallback is None:
+                fallback = found
     if fallback is None:
         raise RuntimeError(f"CVXPY statuses {statuses}")
     return fallback
