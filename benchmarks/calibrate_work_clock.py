@@ -24,7 +24,9 @@ and each column generation run (rounds, LP and product time). Fitted by least sq
   of the iterations);
 * a simplex iteration ``exp(c0) nnz^a rows^b cols^c`` (``SIMPLEX_LOG``; the solves of at least
   100 iterations, on the logarithm of the time per iteration), an interior-point iteration
-  likewise (``IPM_LOG``, crossover included; the solves of at least 10 iterations);
+  likewise (``IPM_LOG``, HiGHS' with crossover; the solves of at least 10 iterations);
+* an iteration of the dense interior-point method (:mod:`sparsesvm.solvers.accelerated.ipm`):
+  ``DENSE_IPM_ITER_S + DENSE_IPM_MADD_S x ipm.iteration_madds(rows, atoms)``;
 * a column generation round besides its LP and products: ``ROUND_S + ROUND_ENTRY_S L K``.
 
 Prints the fitted prices beside the clock's, and per problem and engine the seconds the clock
@@ -44,6 +46,7 @@ from scipy.optimize import nnls
 from sparsesvm.model import operator as opm
 from sparsesvm.solvers.accelerated import clock as clk
 from sparsesvm.solvers.accelerated import colgen, hinge
+from sparsesvm.solvers.accelerated.ipm import iteration_madds
 
 
 class Probe:
@@ -54,8 +57,9 @@ class Probe:
         self.products = [0, 0.0, 0.0]  # count, multiply-adds, seconds
 
     def install(self):
-        for name in ("_run_warm", "_run_ipm", "_run_cold"):
+        for name in ("_run_warm", "_run_crossover", "_run_cold"):
             self._wrap_lp(name)
+        self._wrap_dense()
         for name in ("scores", "T_adjoint"):
             self._wrap_product(name)
         self._wrap_pdhg()
@@ -75,6 +79,25 @@ class Probe:
             return out
 
         setattr(colgen._Master, name, timed)
+
+    def _wrap_dense(self):
+        f, solve, probe = colgen._Master._run_dense, colgen.interior_point, self
+        last = []
+
+        def solved(*a, **k):
+            last.append(solve(*a, **k))
+            return last[-1]
+
+        def timed(master):
+            t0 = time.perf_counter()
+            out = f(master)
+            probe.events.append(dict(ev="dense", t=time.perf_counter() - t0,
+                                     iterations=last[-1].iterations, rows=master.nrow,
+                                     cols=len(master.atom_cols)))
+            return out
+
+        colgen.interior_point = solved
+        colgen._Master._run_dense = timed
 
     def _wrap_product(self, name):
         f = getattr(opm.MulticlassOperator, name)
@@ -125,6 +148,8 @@ def counted(events, n_products, madds):
     for e in events:
         if e["ev"] == "lp":
             c.lp(e["simplex"], e["ipm"], e["rows"], e["cols"], e["nnz"])
+        elif e["ev"] == "dense":
+            c.interior(e["iterations"], e["rows"], e["cols"])
         elif e["ev"] == "pdhg":
             c.charge(e["nit"] * clk.pdhg_iteration_seconds(e["L"], e["M"], e["K"], e["con"]))
         elif e["ev"] == "cg":
@@ -157,7 +182,7 @@ def fit(runs):
     (out["PDHG_ITER_S"], out["PDHG_DUAL_ENTRY_S"], out["PDHG_PRIMAL_ENTRY_S"],
      out["PDHG_CON_S"]) = _nnls(A, rest, weight=np.sqrt([e["nit"] for e in pd]))
     for key, kind, count, least in (("SIMPLEX_LOG", ("_run_warm", "_run_cold"), "simplex", 100),
-                                    ("IPM_LOG", ("_run_ipm",), "ipm", 10)):
+                                    ("IPM_LOG", ("_run_crossover", "_run_ipm"), "ipm", 10)):
         lp = [e for e in ev if e["ev"] == "lp" and e["kind"] in kind and e[count] >= least]
         if len(lp) < 4:
             continue
@@ -168,6 +193,11 @@ def fit(runs):
         out[key] = [round(float(v), 3) for v in coef]
         out[key + "_spread"] = dict(solves=len(lp), sd_factor=float(np.exp(res.std())),
                                     max_factor=float(np.exp(np.abs(res).max())))
+    dense = [e for e in ev if e.get("ev") == "dense" and e["iterations"] > 0]
+    if len(dense) >= 2:
+        A = np.array([[e["iterations"], e["iterations"] * iteration_madds(e["rows"], e["cols"])]
+                      for e in dense], float)
+        out["DENSE_IPM_ITER_S"], out["DENSE_IPM_MADD_S"] = _nnls(A, [e["t"] for e in dense])
     cg = [e for e in ev if e["ev"] == "cg" and e["rounds"] > 0]
     A = np.array([[e["rounds"], e["rounds"] * e["L"] * e["K"]] for e in cg], float)
     rest = [e["t"] - e["lp_t"] - e["prod_t"] for e in cg]

@@ -440,6 +440,10 @@ def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
             events.append(dict(ev="lp", kind=kind, t=t, simplex=n * (count == "simplex"),
                                ipm=n * (count == "ipm"), rows=rows, cols=cols, nnz=nnz))
     for _ in range(12):
+        rows, atoms, n = int(rng.integers(100, 1200)), int(rng.integers(50, 3000)), int(rng.integers(10, 40))
+        t = n * (2e-3 + 7e-11 * (rows * rows * atoms / 2 + rows ** 3 / 6))
+        events.append(dict(ev="dense", t=t, iterations=n, rows=rows, cols=atoms))
+    for _ in range(12):
         L, M, K, con = int(rng.integers(50, 5000)), int(rng.integers(50, 4000)), 10, bool(rng.integers(2))
         nit = int(rng.integers(64, 5000))
         n_prod = 2 * nit + int(rng.integers(0, 200))
@@ -457,7 +461,8 @@ def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
     assert prices["SIMPLEX_LOG_spread"]["max_factor"] == pytest.approx(1.0, abs=1e-3)
     for key, value in (("PRODUCT_CALL_S", 2e-5), ("PRODUCT_S", 3e-10), ("PDHG_ITER_S", 1e-4),
                        ("PDHG_DUAL_ENTRY_S", 4e-8), ("PDHG_PRIMAL_ENTRY_S", 1e-8),
-                       ("PDHG_CON_S", 3e-4), ("ROUND_S", 3e-3), ("ROUND_ENTRY_S", 2e-6)):
+                       ("PDHG_CON_S", 3e-4), ("ROUND_S", 3e-3), ("ROUND_ENTRY_S", 2e-6),
+                       ("DENSE_IPM_ITER_S", 2e-3), ("DENSE_IPM_MADD_S", 7e-11)):
         assert prices[key] == pytest.approx(value, rel=1e-6), key
     # counted: the clock's prices applied to the counts, in closed form
     c = cal.clk
@@ -474,5 +479,8 @@ def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
         e["nit"] * (c.PDHG_ITER_S + c.PDHG_DUAL_ENTRY_S * e["L"] * e["K"]
                     + c.PDHG_PRIMAL_ENTRY_S * (e["M"] + 1) * e["K"] + c.PDHG_CON_S * e["con"])
         for e in pd) + sum(e["rounds"] * (c.ROUND_S + c.ROUND_ENTRY_S * e["L"] * e["K"])
-                           for e in events if e["ev"] == "cg")
+                           for e in events if e["ev"] == "cg") + sum(
+        e["iterations"] * (c.DENSE_IPM_ITER_S + c.DENSE_IPM_MADD_S
+                           * (e["rows"] ** 2 * e["cols"] / 2 + e["rows"] ** 3 / 6))
+        for e in events if e["ev"] == "dense")
     assert cal.counted(events, n_prod, madds) == pytest.approx(expect, rel=1e-9)

@@ -354,12 +354,14 @@ def test_idle_atoms_are_deleted_and_the_optimum_kept(random_problem, monkeypatch
     assert sum(dropped) > 0
 
 
-def _stall_warm_starts(monkeypatch, row_generation):
+def _stall_warm_starts(monkeypatch, row_generation, dense=False):
     """Every warm-started master solve cut at its first iteration; with row generation
-    (forced on) on the interior-point path whatever the master's size."""
+    (forced on) on the interior-point path whatever the master's size, by HiGHS' interior
+    point with crossover (``dense``: by the dense interior-point method on every master)."""
     if row_generation:
         monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
-        for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0)):
+        for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0),
+                            ("DENSE_IPM_MAX_ROWS", 10**9 if dense else 0)):
             monkeypatch.setattr(colgen, name, value)
     else:
         monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)
@@ -412,6 +414,54 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
     # point solves before the next capped warm start
     runs = "".join("i" if c == "ipm" else "w" if c == ("warm", True) else "x" for c in calls)
     assert "wi" + "i" * (colgen.IPM_BEFORE_WARM - 1) + "w" in runs
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+@pytest.mark.parametrize("pen,grp", [("l1", None), ("l1inf", 3), ("l12", 2)])
+def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypatch, pen, grp):
+    # on the interior-point path the dense interior-point method solves the masters; HiGHS
+    # then has no basis of them, so no warm start is tried until a crossover made one (the
+    # confirmation of a point at which nothing is priced); idle atoms are still dropped
+    _stall_warm_starts(monkeypatch, True, dense=True)
+    monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)
+    calls, dropped = [], []
+    _spy(monkeypatch, "_run_dense", calls, "dense")
+    _spy(monkeypatch, "_run_crossover", calls, "crossover")
+    _spy(monkeypatch, "_run_warm", calls, "warm")
+    drop_atoms = colgen._Master.drop_atoms
+    monkeypatch.setattr(colgen._Master, "drop_atoms",
+                        lambda self, drop: dropped.append(int(drop.sum())) or drop_atoms(self, drop))
+    n_dense = 0
+    for method in ("hinge-reg", "hinge-con"):
+        for seed in (1, 4):
+            calls.clear()
+            _check_against_cvx(random_problem, method, pen, grp, "cg", seed=seed, L=24, M=10, K=4)
+            runs = "".join({"dense": "d", "crossover": "c"}.get(c, "w") for c in calls)
+            n_dense += runs.count("d")
+            for start in range(len(runs)):  # after a dense solve, a crossover before a warm start
+                if runs[start] == "d":
+                    assert not runs[start:].lstrip("d").startswith("w"), runs
+    assert n_dense > 8 and sum(dropped) > 0
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_dense_interior_point_that_fails_gives_way_to_crossover(random_problem, monkeypatch):
+    # a dense interior-point solve that does not converge is redone by HiGHS' interior point
+    # with crossover; its time limit ends the run with the last certified point
+    _stall_warm_starts(monkeypatch, True, dense=True)
+    from sparsesvm.solvers.accelerated import ipm
+
+    def failing(*args, **kw):
+        res = ipm.interior_point(*args, **kw, max_iter=2)
+        assert not res.converged
+        return res
+
+    monkeypatch.setattr(colgen, "interior_point", failing)
+    calls = []
+    _spy(monkeypatch, "_run_crossover", calls, "crossover")
+    for method in ("hinge-reg", "hinge-con"):
+        _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
+    assert calls.count("crossover") > 4
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")

@@ -28,6 +28,8 @@ fit through ``max_time``.
 import math
 import time
 
+from .ipm import iteration_madds
+
 __all__ = ["WALL", "WallClock", "WorkClock", "pdhg_iteration_seconds", "simplex_iteration_seconds"]
 
 #: seconds per multiply-add of a product with Phi (stored entries x columns) ...
@@ -50,6 +52,10 @@ ROUND_ENTRY_S = 6.8e-7
 SIMPLEX_LOG = (-18.646, 0.843, -0.348, 0.431)
 #: ... and an interior-point iteration, crossover included (48 solves: 1.26, at most 1.6)
 IPM_LOG = (-15.737, 1.463, -0.655, -0.076)
+#: an iteration of the dense interior-point method (:mod:`.ipm`): a fixed part and per
+#: multiply-add of its normal matrix and factor (:func:`.ipm.iteration_madds`)
+DENSE_IPM_ITER_S = 2.0e-3
+DENSE_IPM_MADD_S = 7.0e-11
 
 
 def _power_law(coef, nnz, rows, cols):
@@ -94,6 +100,9 @@ class WallClock:
     def lp(self, simplex, ipm, rows, cols, nnz):
         pass
 
+    def interior(self, iterations, rows, dense_cols):
+        pass
+
     def round(self, L, K):
         pass
 
@@ -129,6 +138,12 @@ class WorkClock(WallClock):
         ``rows`` x ``cols`` model with ``nnz`` non-zeros."""
         self.seconds += (simplex * simplex_iteration_seconds(rows, cols, nnz)
                          + ipm * _power_law(IPM_LOG, nnz, rows, cols))
+
+    def interior(self, iterations, rows, dense_cols):
+        """A master LP solved by the dense interior-point method: ``iterations`` on ``rows``
+        rows with ``dense_cols`` dense columns."""
+        self.seconds += iterations * (DENSE_IPM_ITER_S
+                                      + DENSE_IPM_MADD_S * iteration_madds(rows, dense_cols))
 
     def round(self, L, K):
         """A column generation round's work besides its products and master LP."""
