@@ -17,8 +17,9 @@ same round as new atoms; rows (the initial ones included)
 that stay loose with a zero multiplier for :data:`ROWGEN_DROP_AFTER` solves are
 dropped, so that the master holds about the rows of the support vectors
 (a minority of the samples on MNIST's larger training sets); a warm start of such a master
-that stalls, when it is large (:data:`IPM_MIN_NNZ`), is replaced by HiGHS' interior-point
-method with crossover. Absent rows have multiplier 0,
+that stalls, when it is large (:data:`IPM_MIN_NNZ`), is replaced by an interior-point
+method: the dense one of :mod:`.ipm` on masters of at most :data:`DENSE_IPM_MAX_ROWS` rows,
+HiGHS' with crossover on larger ones. Absent rows have multiplier 0,
 so pricing and the certificate keep their form; the certificate's primal
 objective is always evaluated on all L samples.
 """
