@@ -417,14 +417,25 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
-@pytest.mark.parametrize("pen,grp", [("l1", None), ("l1inf", 3), ("l12", 2)])
-def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypatch, pen, grp):
+@pytest.mark.parametrize("pen,grp,shrink", [("l1", None, False), ("l1inf", 3, False), ("l12", 2, False),
+                                            ("l1inf", 3, True)])
+def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypatch, pen, grp, shrink):
     # on the interior-point path the dense interior-point method solves the masters; HiGHS
     # then has no basis of them, so no warm start is tried until a crossover made one (the
-    # confirmation of a point at which nothing is priced); idle atoms are still dropped
+    # confirmation of a point at which nothing is priced), even where the master has become
+    # too small for the interior-point path (``shrink``: below IPM_MIN_NNZ after the first
+    # dense solve); idle atoms are still dropped
     _stall_warm_starts(monkeypatch, True, dense=True)
     monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)
     calls, dropped = [], []
+    if shrink:
+        run_dense = colgen._Master._run_dense
+
+        def shrinking(self):
+            monkeypatch.setattr(colgen, "IPM_MIN_NNZ", 10**12)
+            return run_dense(self)
+
+        monkeypatch.setattr(colgen._Master, "_run_dense", shrinking)
     _spy(monkeypatch, "_run_dense", calls, "dense")
     _spy(monkeypatch, "_run_crossover", calls, "crossover")
     _spy(monkeypatch, "_run_warm", calls, "warm")
@@ -435,6 +446,8 @@ def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypa
     for method in ("hinge-reg", "hinge-con"):
         for seed in (1, 4):
             calls.clear()
+            if shrink:
+                monkeypatch.setattr(colgen, "IPM_MIN_NNZ", 0)
             _check_against_cvx(random_problem, method, pen, grp, "cg", seed=seed, L=24, M=10, K=4)
             runs = "".join({"dense": "d", "crossover": "c"}.get(c, "w") for c in calls)
             n_dense += runs.count("d")

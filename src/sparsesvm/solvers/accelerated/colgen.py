@@ -102,11 +102,10 @@ IPM_WARM_MAX_NEW = 0.1
 
 #: on the interior-point path, masters of at most this many rows are solved by the dense
 #: interior-point method of :mod:`.ipm` (no crossover, hence no basis: the solves after it
-#: stay on the interior-point path while the master is this small). Measured on masters
-#: written during a run at MNIST's L = 5000 (l1,inf/81, hinge-reg lam = 1; one solve each,
-#: one BLAS thread): 699-813 rows and 1000-1400 atoms 0.45-0.82 s against 1.5-3.0 s for
-#: HiGHS' interior point with crossover, 1299 rows 1.50 against 1.65 s; its cost grows
-#: as rows^2 x atoms
+#: stay on the interior-point path). Measured on masters written during a run at MNIST's
+#: L = 5000 (l1,inf/81, hinge-reg lam = 1; one solve each, one BLAS thread): 699-813 rows
+#: and 1000-1400 atoms 0.42-0.66 s against 1.40-2.51 s for HiGHS' interior point with
+#: crossover, 1299 rows 1.57 against 1.53 s; its cost grows as rows^2 x atoms
 DENSE_IPM_MAX_ROWS = 1200
 #: relative gap and infeasibilities at which the dense interior-point method stops (its
 #: normal equations' rounding leaves the primal residual at 1e-9 to 6e-8 on those masters)
@@ -458,11 +457,10 @@ class _Master:
             self.last_ipm = True
         elif self.exact_next:
             self._run_warm(capped=False)
-        elif self._ipm_run > 0 and self._large() and (
-                self._stale_basis or self._ipm_run < IPM_BEFORE_WARM
-                or self._new_cols > IPM_WARM_MAX_NEW * self.nrow):
-            # a warm start stalled lately, or would after this many new atoms, or HiGHS has
-            # no basis of the master (the dense interior-point method made the last solves)
+        elif self._stale_basis or (self._ipm_run > 0 and self._large() and (
+                self._ipm_run < IPM_BEFORE_WARM or self._new_cols > IPM_WARM_MAX_NEW * self.nrow)):
+            # HiGHS has no basis of the master (the dense interior-point method made the last
+            # solves), or a warm start stalled lately, or would after this many new atoms
             self._run_ipm()
         else:
             self._run_warm(capped=True)
