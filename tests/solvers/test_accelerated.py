@@ -363,6 +363,8 @@ def _stall_warm_starts(monkeypatch, row_generation, dense=False):
         for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0),
                             ("DENSE_IPM_MAX_ROWS", 10**9 if dense else 0)):
             monkeypatch.setattr(colgen, name, value)
+        # _check_against_cvx's tol (2e-7) with the dense method at 1e-9
+        monkeypatch.setattr(colgen, "DENSE_IPM_TOL_FACTOR", 5e-3)
     else:
         monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)
         monkeypatch.setattr(colgen, "WARM_ITER_PER_ROW", 0)
@@ -455,6 +457,26 @@ def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypa
                 if runs[start] == "d":
                     assert not runs[start:].lstrip("d").startswith("w"), runs
     assert n_dense > 8 and sum(dropped) > 0
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_dense_interior_point_not_used_below_its_reach(random_problem, monkeypatch):
+    # a tolerance whose fraction for the master is below what the dense method reaches: HiGHS'
+    # methods only (the certificate could not get below the master's accuracy)
+    _stall_warm_starts(monkeypatch, True, dense=True)
+    monkeypatch.setattr(colgen, "DENSE_IPM_TOL_FACTOR", 1e-3)  # 2e-7 -> 2e-10 < DENSE_IPM_MIN_TOL
+    calls = []
+    _spy(monkeypatch, "_run_dense", calls, "dense")
+    _spy(monkeypatch, "_run_crossover", calls, "crossover")
+    for method in ("hinge-reg", "hinge-con"):
+        _check_against_cvx(random_problem, method, "l1inf", 3, "cg", L=24, M=10, K=4)
+    assert calls.count("crossover") > 4 and "dense" not in calls
+    for tol, expect in ((1e-4, 1e-7), (1e-5, 1e-8), (1e-6, 1e-9), (1e-7, None)):
+        master = colgen._Master(4, 2, np.array([0, 1, 0, 1]), np.arange(4), np.array([1, 0, 1, 0]),
+                                "reg", 1.0, ipm=True, tol=tol)
+        assert master.interior_tol == (None if expect is None else pytest.approx(expect))
+    assert colgen._Master(4, 2, np.array([0, 1, 0, 1]), np.arange(4), np.array([1, 0, 1, 0]),
+                          "reg", 1.0, ipm=False, tol=1e-4).interior_tol is None
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")

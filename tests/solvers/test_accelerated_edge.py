@@ -16,6 +16,7 @@ from sklearn import datasets
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from sparsesvm.solvers.accelerated import colgen, highs
 from sparsesvm.solvers.accelerated import hinge as acc
 
 
@@ -113,3 +114,22 @@ def test_infeasible_hinge_con_is_a_clear_error():
     Phi, y, K = _conflicting_samples()
     with pytest.raises(ValueError, match="eta = 1 cannot be met"):
         acc.hinge_con(Phi, y, K, "l1", eta=1.0, inner="cg")
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_dense_interior_point_rounds_do_not_cycle(monkeypatch):
+    # the dense interior-point method on every master of the digits case (hinge-con l1,inf):
+    # its central duals price atoms that the degenerate master leaves idle; dropped and priced
+    # again they cycled through the same four masters (gap 0.1-0.5) until an atom priced again
+    # was kept (_Pricing.returned)
+    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+    for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0),
+                        ("DENSE_IPM_MAX_ROWS", 10**9), ("IPM_WARM_MAX_NEW", np.inf),
+                        ("DENSE_IPM_TOL_FACTOR", 1e-2)):
+        monkeypatch.setattr(colgen, name, value)
+    dense = []
+    run_dense = colgen._Master._run_dense
+    monkeypatch.setattr(colgen._Master, "_run_dense", lambda self: dense.append(1) or run_dense(self))
+    Phi, y, K = _digits(40)
+    r = _check(Phi, y, K, "hinge-con", "l1inf", 2, "cg", 0.7 * len(y), max_iter=400000, max_time=20)
+    assert len(dense) > 5 and r.n_iter < 100

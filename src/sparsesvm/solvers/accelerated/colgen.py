@@ -107,9 +107,19 @@ IPM_WARM_MAX_NEW = 0.1
 #: and 1000-1400 atoms 0.42-0.66 s against 1.40-2.51 s for HiGHS' interior point with
 #: crossover, 1299 rows 1.57 against 1.53 s; its cost grows as rows^2 x atoms
 DENSE_IPM_MAX_ROWS = 1200
-#: relative gap and infeasibilities at which the dense interior-point method stops (its
-#: normal equations' rounding leaves the primal residual at 1e-9 to 6e-8 on those masters)
+#: relative gap and infeasibilities at which the dense interior-point method stops: at most
+#: DENSE_IPM_TOL and DENSE_IPM_TOL_FACTOR times the column generation's own tolerance (its
+#: certificate cannot be tighter than the master's point); when that is below
+#: DENSE_IPM_MIN_TOL, which the method does not reach reliably (its normal equations'
+#: rounding), the dense method is not used (HiGHS' methods give vertices, exact to their
+#: tolerances of 1e-10)
 DENSE_IPM_TOL = 1e-7
+DENSE_IPM_TOL_FACTOR = 1e-3
+DENSE_IPM_MIN_TOL = 1e-9
+#: at a dense interior point, an atom (cost 1) whose reduced cost exceeds this and its weight,
+#: or a hinge row (right-hand side -1) whose slack exceeds this and its multiplier, is
+#: inactive: its weight or multiplier is set to 0
+DENSE_IPM_INACTIVE = 1e-6
 
 
 def _aged(age, idle):
@@ -153,9 +163,15 @@ class _Master:
     ``nh0`` of them, so rows added later follow it.
     """
 
-    def __init__(self, L, K, y, ll, kk, kind, par, big=None, ipm=False, clock=WALL):
+    def __init__(self, L, K, y, ll, kk, kind, par, big=None, ipm=False, clock=WALL, tol=None):
         big = SLACK_COST_START if big is None else big
         self.ipm = ipm  # stalled warm starts go to the interior-point method (IPM_WARM_ITER_MIN)
+        # the dense interior-point method's tolerance (None: not used), from the column
+        # generation's tolerance ``tol`` (DENSE_IPM_TOL)
+        self.interior_tol = None
+        if ipm and tol is not None:
+            t = min(DENSE_IPM_TOL, DENSE_IPM_TOL_FACTOR * tol)
+            self.interior_tol = t if t >= DENSE_IPM_MIN_TOL else None
         self.L, self.K, self.kind, self.par, self.big = L, K, kind, float(par), float(big)
         self.nh = self.nh0 = len(ll)
         self.ll, self.kk, self.y = ll, kk, y
@@ -370,7 +386,7 @@ class _Master:
         simplex goes on from its basis: an engine portfolio's turn may end inside it)."""
         self._ipm_run += 1
         self.last_ipm = True
-        if self.nrow <= DENSE_IPM_MAX_ROWS and self._run_dense():
+        if self.interior_tol is not None and self.nrow <= DENSE_IPM_MAX_ROWS and self._run_dense():
             return
         self._run_crossover()
 
@@ -385,31 +401,34 @@ class _Master:
 
     def _run_dense(self):
         """:func:`~sparsesvm.solvers.accelerated.ipm.interior_point` on the master (the base
-        columns sparse, the atoms dense) to :data:`DENSE_IPM_TOL`: sets :attr:`interior` (the
+        columns sparse, the atoms dense) to :attr:`interior_tol`: sets :attr:`interior` (the
         point and the multipliers, in linprog's layout) and returns True, or False where it
         did not converge. HiGHS' model is not solved: its basis is then stale.
 
         An interior point is not a vertex: the entries that are 0 at the optimum are small,
         not 0. An atom weight below its reduced cost, and a row multiplier below its row's
         slack, are set to 0 (the usual indicator of the inactive entries, El-Bakry, Tapia and
-        Zhang 1994: at the optimum one of each pair is 0), so that idle atoms and loose rows
-        are seen as such and dropped (:meth:`stale_atoms`, :meth:`_RowGeneration.stale`)."""
+        Zhang 1994: at the optimum one of each pair is 0) where that reduced cost or slack
+        exceeds :data:`DENSE_IPM_INACTIVE`, so that idle atoms and loose rows are seen as such
+        and dropped (:meth:`stale_atoms`, :meth:`_RowGeneration.stale`); an atom or row with
+        both near 0 (a degenerate master) is kept: dropping those made the rounds cycle on
+        load_digits (the same four masters again and again)."""
         base = self.base
         C = np.column_stack(self.atom_cols) if self.atom_cols else np.zeros((self.nh, 0))
         if C.shape[0] < self.nrow:  # linprog's layout: the hinge-con row last
             C = np.vstack([C, np.zeros((self.nrow - C.shape[0], C.shape[1]))])
         na = C.shape[1]
         res = interior_point(base, C, np.concatenate([self.cost, np.ones(na)]),
-                             np.flatnonzero(np.isinf(self.lb)), self.rub, tol=DENSE_IPM_TOL,
+                             np.flatnonzero(np.isinf(self.lb)), self.rub, tol=self.interior_tol,
                              deadline=self.hard_deadline)
         self.clock.interior(res.iterations, self.nrow, na)
         if res.status == "time":
             raise TimeoutError("master LP: time limit")
         if not res.converged:
             return False
-        x, mult = res.x, np.where(res.y < res.slack, 0.0, res.y)
-        atoms = x[self.nbase:]
-        atoms[atoms < res.z[self.nbase:]] = 0.0
+        x, mult = res.x, np.where((res.y < res.slack) & (res.slack > DENSE_IPM_INACTIVE), 0.0, res.y)
+        atoms, z = x[self.nbase:], res.z[self.nbase:]
+        atoms[(atoms < z) & (z > DENSE_IPM_INACTIVE)] = 0.0
         self.interior = (x, mult)  # linprog's layout, as _solve_incremental returns
         self._stale_basis = True
         return True
@@ -575,7 +594,7 @@ class _ColumnGeneration:
         self.rows = _RowGeneration(op, _initial_rows(op)) if row_generation else None
         if row_generation:
             self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par, ipm=True,
-                                  clock=self.clock)
+                                  clock=self.clock, tol=tol)
         else:
             self.master = _Master(L, K, y, ll, kk, kind, par, clock=self.clock)
         self.best = None
@@ -633,6 +652,8 @@ class _ColumnGeneration:
         master, pricing, rows, kind, par = self.master, self.pricing, self.rows, self.kind, self.par
         grown = False
         stale = master.stale_atoms()  # keeps the master small too
+        if master.interior is not None:  # an atom dropped before stays (see _Pricing.dropped)
+            stale &= ~pricing.returned()
         master.drop_atoms(stale)
         pricing.drop(stale)
         if rows is not None and master.atom_cols:  # at W = 0 only the biases rank the pieces
@@ -753,6 +774,7 @@ class _Pricing:
         self.ar = np.arange(op.n_samples)
         self.atoms = []
         self.keys = set()
+        self.dropped = set()  # the keys of the atoms ever dropped
 
     def master_point(self, master, kind, par):
         """Solve the master: ``(X (M+1, K), Y (L, K), a (L, K) the hinge multipliers, slack)``."""
@@ -776,8 +798,20 @@ class _Pricing:
         """Forget the atoms of mask ``drop`` (they may be priced again)."""
         for (gid, _, sig), d in zip(self.atoms, drop):
             if d:
-                self.keys.discard((int(gid), sig.tobytes()))
+                key = (int(gid), sig.tobytes())
+                self.keys.discard(key)
+                self.dropped.add(key)
         self.atoms = [u for u, d in zip(self.atoms, drop) if not d]
+
+    def returned(self):
+        """Mask of the atoms that were dropped before and priced again. At the dense
+        interior-point method's points they are not dropped again: its duals are central,
+        not a vertex's, and an atom priced by them can leave the master's optimum unchanged
+        (a degenerate master) and be idle, so dropping and pricing it again can cycle (seen
+        on load_digits: the same four masters again and again, the gap at 0.1-0.5). With
+        finitely many atoms (l1, l1,inf) the rounds then cannot cycle."""
+        return np.array([(int(gid), sig.tobytes()) in self.dropped for gid, _, sig in self.atoms],
+                        dtype=bool)
 
     def row_entries(self, ll, kk):
         """The coefficients of the atoms in the hinge rows ``(ll, kk)``: (len(ll), n_atoms)."""
