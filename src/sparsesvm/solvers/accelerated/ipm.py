@@ -14,9 +14,10 @@ from the infeasible start x = s = y = z = 1, with the normal equations
 
     M = A_P diag(x_P / z_P) A_P^T + diag(s / y)
 
-(Cholesky), the free columns eliminated through the small Schur complement
-``A_F^T M^{-1} A_F`` (solved in the least-squares sense: the biases of the hinge rows are
-determined up to a common shift), and the columns split into dense ones (``A_dense``, the
+(Cholesky, slightly regularised, with one step of iterative refinement of each direction
+against the unregularised system), the free columns eliminated through the small Schur
+complement ``A_F^T M^{-1} A_F`` (solved in the least-squares sense: the biases of the hinge
+rows are determined up to a common shift), and the columns split into dense ones (``A_dense``, the
 atoms) and sparse ones (``A_sparse``, the biases and the hinge values). It returns an
 approximate optimum (relative duality gap and infeasibilities below ``tol``), not a
 vertex: the column generation prices and certifies from it as from HiGHS' point.
