@@ -138,3 +138,22 @@ def save_blob_features(directory, seed, dtype=np.float64):
 def random_problem():
     """The factory :func:`make_random_problem` (``random_problem(seed, L=, M=, K=)``)."""
     return make_random_problem
+
+
+def stall_warm_starts(monkeypatch, row_generation, dense=False, dense_tol_factor=5e-3):
+    """Every warm-started master solve of the column generation cut at its first iteration;
+    with row generation (forced on) on the interior-point path whatever the master's size, by
+    HiGHS' interior point with crossover (``dense``: by the dense interior-point method on
+    every master, at ``dense_tol_factor`` times the fit's tolerance: the default puts the
+    tests' 2e-7 at 1e-9, the method's reach)."""
+    from sparsesvm.solvers.accelerated import colgen
+
+    if row_generation:
+        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
+        for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0),
+                            ("DENSE_IPM_MAX_ROWS", 10**9 if dense else 0),
+                            ("DENSE_IPM_TOL_FACTOR", dense_tol_factor)):
+            monkeypatch.setattr(colgen, name, value)
+    else:
+        monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)
+        monkeypatch.setattr(colgen, "WARM_ITER_PER_ROW", 0)

@@ -6,6 +6,7 @@ import cvx_reference as cr
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import stall_warm_starts
 
 from sparsesvm.estimators import SparseSVC
 from sparsesvm.model.penalties import make_penalty
@@ -354,22 +355,6 @@ def test_idle_atoms_are_deleted_and_the_optimum_kept(random_problem, monkeypatch
     assert sum(dropped) > 0
 
 
-def _stall_warm_starts(monkeypatch, row_generation, dense=False):
-    """Every warm-started master solve cut at its first iteration; with row generation
-    (forced on) on the interior-point path whatever the master's size, by HiGHS' interior
-    point with crossover (``dense``: by the dense interior-point method on every master)."""
-    if row_generation:
-        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
-        for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0),
-                            ("DENSE_IPM_MAX_ROWS", 10**9 if dense else 0)):
-            monkeypatch.setattr(colgen, name, value)
-        # _check_against_cvx's tol (2e-7) with the dense method at 1e-9
-        monkeypatch.setattr(colgen, "DENSE_IPM_TOL_FACTOR", 5e-3)
-    else:
-        monkeypatch.setattr(colgen, "WARM_ITER_MIN", 1)
-        monkeypatch.setattr(colgen, "WARM_ITER_PER_ROW", 0)
-
-
 def _spy(monkeypatch, name, calls, tag):
     """Append ``tag`` (or ``(tag, *arguments)``) to ``calls`` at each call of ``_Master.<name>``."""
     run = getattr(colgen._Master, name)
@@ -386,7 +371,7 @@ def _spy(monkeypatch, name, calls, tag):
 def test_stalled_warm_start_is_solved_cold(random_problem, monkeypatch, row_generation):
     # without row generation the cold dual simplex takes over; with it, when the
     # interior-point method does nothing, too
-    _stall_warm_starts(monkeypatch, row_generation)
+    stall_warm_starts(monkeypatch, row_generation)
     cold = []
     _spy(monkeypatch, "_run_cold", cold, "cold")
     if row_generation:
@@ -403,7 +388,7 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
     # with row generation: interior point with crossover takes over, for IPM_BEFORE_WARM
     # solves, then a warm start is tried again; a solve that prices nothing is confirmed
     # by an uncapped simplex
-    _stall_warm_starts(monkeypatch, True)
+    stall_warm_starts(monkeypatch, True)
     monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)  # however many new atoms
     calls = []
     _spy(monkeypatch, "_run_ipm", calls, "ipm")
@@ -427,7 +412,7 @@ def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypa
     # confirmation of a point at which nothing is priced), even where the master has become
     # too small for the interior-point path (``shrink``: below IPM_MIN_NNZ after the first
     # dense solve); idle atoms are still dropped
-    _stall_warm_starts(monkeypatch, True, dense=True)
+    stall_warm_starts(monkeypatch, True, dense=True)
     monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)
     calls, dropped = [], []
     if shrink:
@@ -463,8 +448,7 @@ def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypa
 def test_dense_interior_point_not_used_below_its_reach(random_problem, monkeypatch):
     # a tolerance whose fraction for the master is below what the dense method reaches: HiGHS'
     # methods only (the certificate could not get below the master's accuracy)
-    _stall_warm_starts(monkeypatch, True, dense=True)
-    monkeypatch.setattr(colgen, "DENSE_IPM_TOL_FACTOR", 1e-3)  # 2e-7 -> 2e-10 < DENSE_IPM_MIN_TOL
+    stall_warm_starts(monkeypatch, True, dense=True, dense_tol_factor=1e-3)  # 2e-7 -> 2e-10 < 1e-9
     calls = []
     _spy(monkeypatch, "_run_dense", calls, "dense")
     _spy(monkeypatch, "_run_crossover", calls, "crossover")
@@ -483,7 +467,7 @@ def test_dense_interior_point_not_used_below_its_reach(random_problem, monkeypat
 def test_dense_interior_point_that_fails_gives_way_to_crossover(random_problem, monkeypatch):
     # a dense interior-point solve that does not converge is redone by HiGHS' interior point
     # with crossover; its time limit ends the run with the last certified point
-    _stall_warm_starts(monkeypatch, True, dense=True)
+    stall_warm_starts(monkeypatch, True, dense=True)
     from sparsesvm.solvers.accelerated import ipm
 
     def failing(*args, **kw):
@@ -504,7 +488,7 @@ def test_interior_point_goes_on_while_many_atoms_are_new(random_problem, monkeyp
     # after a stalled warm start, the next one is tried only after a round that added at most
     # IPM_WARM_MAX_NEW x rows atom columns: with 0, only after rounds that added none; without
     # the bound, also after rounds that added some
-    _stall_warm_starts(monkeypatch, True)
+    stall_warm_starts(monkeypatch, True)
     run = colgen._Master._run_warm
     for max_new in (0.0, np.inf):
         monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", max_new)

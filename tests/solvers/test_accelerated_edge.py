@@ -11,7 +11,7 @@ relative, and its certified relative gap must bound its true suboptimality.
 import cvx_reference as cr
 import numpy as np
 import pytest
-from conftest import make_random_problem
+from conftest import make_random_problem, stall_warm_starts
 from sklearn import datasets
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -122,11 +122,8 @@ def test_dense_interior_point_rounds_do_not_cycle(monkeypatch):
     # its central duals price atoms that the degenerate master leaves idle; dropped and priced
     # again they cycled through the same four masters (gap 0.1-0.5) until an atom priced again
     # was kept (_Pricing.returned)
-    monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
-    for name, value in (("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0), ("IPM_MIN_NNZ", 0),
-                        ("DENSE_IPM_MAX_ROWS", 10**9), ("IPM_WARM_MAX_NEW", np.inf),
-                        ("DENSE_IPM_TOL_FACTOR", 1e-2)):
-        monkeypatch.setattr(colgen, name, value)
+    stall_warm_starts(monkeypatch, True, dense=True, dense_tol_factor=1e-2)  # tol 1e-7 -> 1e-9
+    monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)
     dense = []
     run_dense = colgen._Master._run_dense
     monkeypatch.setattr(colgen._Master, "_run_dense", lambda self: dense.append(1) or run_dense(self))

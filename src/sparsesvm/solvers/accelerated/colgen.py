@@ -131,6 +131,11 @@ def _aged(age, idle):
     return np.where(idle, prev + 1, 0)
 
 
+def _atom_key(gid, sig):
+    """The identity of the atom ``sig`` on group ``gid`` (the keys of :class:`_Pricing`)."""
+    return int(gid), sig.tobytes()
+
+
 def _atom_entries(geo, gid):
     """(j, k) index arrays of the entries of group gid (padding dropped) and their slots."""
     n1, s, n2 = geo.group_shape
@@ -340,13 +345,19 @@ class _Master:
         self.nrow -= n
         self.rub = self.rub[n:]
 
-    def _solve_linprog(self):
+    def _atom_block(self):
+        """The atom columns as one (rows, atoms) array in linprog's layout (a zero hinge-con
+        row last), and the costs of all the columns (base, then atoms)."""
         na = len(self.atom_cols)
         C = np.column_stack(self.atom_cols) if na else np.zeros((self.nh, 0))
         if C.shape[0] < self.nrow:
             C = np.vstack([C, np.zeros((self.nrow - C.shape[0], na))])
+        return C, np.concatenate([self.cost, np.ones(na)])
+
+    def _solve_linprog(self):
+        C, c = self._atom_block()
+        na = C.shape[1]
         A = sp.hstack([self.base, sp.csc_matrix(C)], format="csr")
-        c = np.concatenate([self.cost, np.ones(na)])
         lb = np.concatenate([self.lb, np.zeros(na)])
         bounds = [(None if np.isinf(v) else v, None) for v in lb]
         res = linprog(c, A_ub=A, b_ub=self.rub, bounds=bounds, method="highs",
@@ -398,6 +409,7 @@ class _Master:
         self.h.setOptionValue("solver", "simplex")
         self._charge()
         self._stale_basis = False
+        self.last_ipm = True
 
     def _run_dense(self):
         """:func:`~sparsesvm.solvers.accelerated.ipm.interior_point` on the master (the base
@@ -413,15 +425,10 @@ class _Master:
         and dropped (:meth:`stale_atoms`, :meth:`_RowGeneration.stale`); an atom or row with
         both near 0 (a degenerate master) is kept: dropping those made the rounds cycle on
         load_digits (the same four masters again and again)."""
-        base = self.base
-        C = np.column_stack(self.atom_cols) if self.atom_cols else np.zeros((self.nh, 0))
-        if C.shape[0] < self.nrow:  # linprog's layout: the hinge-con row last
-            C = np.vstack([C, np.zeros((self.nrow - C.shape[0], C.shape[1]))])
-        na = C.shape[1]
-        res = interior_point(base, C, np.concatenate([self.cost, np.ones(na)]),
-                             np.flatnonzero(np.isinf(self.lb)), self.rub, tol=self.interior_tol,
-                             deadline=self.hard_deadline)
-        self.clock.interior(res.iterations, self.nrow, na)
+        C, c = self._atom_block()
+        res = interior_point(self.base, C, c, np.flatnonzero(np.isinf(self.lb)), self.rub,
+                             tol=self.interior_tol, deadline=self.hard_deadline)
+        self.clock.interior(res.iterations, self.nrow, C.shape[1])
         if res.status == "time":
             raise TimeoutError("master LP: time limit")
         if not res.converged:
@@ -473,7 +480,6 @@ class _Master:
         self.interior = None
         if self.exact_next and self._stale_basis:  # a vertex first: crossover
             self._run_crossover()
-            self.last_ipm = True
         elif self.exact_next:
             self._run_warm(capped=False)
         elif self._stale_basis or (self._ipm_run > 0 and self._large() and (
@@ -652,7 +658,7 @@ class _ColumnGeneration:
         master, pricing, rows, kind, par = self.master, self.pricing, self.rows, self.kind, self.par
         grown = False
         stale = master.stale_atoms()  # keeps the master small too
-        if master.interior is not None:  # an atom dropped before stays (see _Pricing.dropped)
+        if master.interior is not None:  # an atom dropped before stays (_Pricing.returned)
             stale &= ~pricing.returned()
         master.drop_atoms(stale)
         pricing.drop(stale)
@@ -798,7 +804,7 @@ class _Pricing:
         """Forget the atoms of mask ``drop`` (they may be priced again)."""
         for (gid, _, sig), d in zip(self.atoms, drop):
             if d:
-                key = (int(gid), sig.tobytes())
+                key = _atom_key(gid, sig)
                 self.keys.discard(key)
                 self.dropped.add(key)
         self.atoms = [u for u, d in zip(self.atoms, drop) if not d]
@@ -810,7 +816,7 @@ class _Pricing:
         (a degenerate master) and be idle, so dropping and pricing it again can cycle (seen
         on load_digits: the same four masters again and again, the gap at 0.1-0.5). With
         finitely many atoms (l1, l1,inf) the rounds then cannot cycle."""
-        return np.array([(int(gid), sig.tobytes()) in self.dropped for gid, _, sig in self.atoms],
+        return np.array([_atom_key(gid, sig) in self.dropped for gid, _, sig in self.atoms],
                         dtype=bool)
 
     def row_entries(self, ll, kk):
@@ -883,7 +889,7 @@ class _Pricing:
             v = Vg[i1, slots, i2]
             # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G
             sig = -v / np.sqrt(v @ v) if geo.name == "l12" else -np.sign(v)
-            key = (int(gid), sig.tobytes())
+            key = _atom_key(gid, sig)
             if key in self.keys:
                 continue
             self.keys.add(key)
