@@ -104,8 +104,8 @@ IPM_WARM_MAX_NEW = 0.1
 #: interior-point method of :mod:`.ipm` (no crossover, hence no basis: the solves after it
 #: stay on the interior-point path). Measured on masters written during a run at MNIST's
 #: L = 5000 (l1,inf/81, hinge-reg lam = 1; one solve each, one BLAS thread): 699-813 rows
-#: and 1000-1400 atoms 0.42-0.59 s against 1.28-2.59 s for HiGHS' interior point with
-#: crossover, 1299 rows 1.37 against 1.40 s; its cost grows as rows^2 x atoms
+#: and 1000-1400 atoms 0.44-0.60 s against 1.29-2.55 s for HiGHS' interior point with
+#: crossover, 1299 rows 1.35 against 1.40 s; its cost grows as rows^2 x atoms
 DENSE_IPM_MAX_ROWS = 1200
 #: relative gap and infeasibilities at which the dense interior-point method stops: at most
 #: DENSE_IPM_TOL and DENSE_IPM_TOL_FACTOR times the column generation's own tolerance (its
