@@ -10,7 +10,7 @@ from conftest import stall_warm_starts
 
 from sparsesvm.estimators import SparseSVC
 from sparsesvm.model.penalties import make_penalty
-from sparsesvm.solvers.accelerated import colgen, highs
+from sparsesvm.solvers.accelerated import colgen, highs, hinge_ipm
 from sparsesvm.solvers.accelerated import hinge as acc
 
 PENALTIES = [("l1", None), ("l2", None), ("l12", 3), ("l12", "features"),
@@ -77,7 +77,8 @@ def test_auto_engine_per_penalty(random_problem):
         r = acc.hinge_reg(Phi, y, K, pen, grp, lam=2.0, tol=1e-6)
         assert r.converged and r.settings["inner"] == inner
         if inner == "portfolio":  # a small problem: column generation's first turn solves it
-            assert r.settings["engine"] == "cg" and r.settings["engine_seconds"]["pdhg"] == 0.0
+            assert r.settings["engine"] == "cg"
+            assert all(t == 0.0 for e, t in r.settings["engine_seconds"].items() if e != "cg")
     # l12 with groups larger than L12_CG_MAX_GROUP: PDHG
     Phi6, y6, K6 = random_problem(1, L=12, M=16, K=acc.L12_CG_MAX_GROUP + 1)
     r = acc.hinge_reg(Phi6, y6, K6, "l12", "features", lam=2.0, tol=1e-3)
@@ -554,14 +555,27 @@ def test_master_lp_time_limit_returns_the_last_certified_point(random_problem, m
     assert (r.objective - pstar) / pstar <= r.rel_gap + 1e-9  # a certified point
 
 
+def _second_engine(monkeypatch, second):
+    """The portfolio's second engine: the interior point (where predicted cheap, as on the
+    tests' small problems) or PDHG (its prediction limit set below any prediction); turns of a
+    millisecond from the first on."""
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
+    if second == "pdhg":
+        monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", -1.0)
+
+
+@pytest.mark.parametrize("second", ["pdhg", "ipm"])
 @pytest.mark.parametrize("pen,grp", [("l1", None), ("l1inf", 3)])
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
-def test_portfolio_in_short_turns_reaches_cvx_optimum(random_problem, monkeypatch, method, pen, grp):
+def test_portfolio_in_short_turns_reaches_cvx_optimum(random_problem, monkeypatch, method, pen, grp,
+                                                       second):
     """Turns of a millisecond: both engines run, each resuming where it paused; the result is
     certified and optimal, and the trace follows the portfolio's best certificate."""
-    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    _second_engine(monkeypatch, second)
     r = _check_against_cvx(random_problem, method, pen, grp, "portfolio", seed=3, M=16)
-    assert r.settings["inner"] == "portfolio" and r.settings["engine"] in ("cg", "pdhg")
+    assert r.settings["inner"] == "portfolio" and r.settings["engine"] in ("cg", second)
+    assert set(r.settings["engine_seconds"]) == {"cg", second}
     assert all(t > 0 for t in r.settings["engine_seconds"].values())  # both had turns
     kw = dict(lam=2.0) if method == "hinge-reg" else dict(eta=0.3 * 12)
     Phi, y, K = random_problem(3, M=16)
@@ -573,7 +587,7 @@ def test_portfolio_in_short_turns_reaches_cvx_optimum(random_problem, monkeypatc
 
 
 def test_portfolio_keeps_the_smaller_gap_when_neither_engine_meets_tol(random_problem, monkeypatch):
-    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    _second_engine(monkeypatch, "pdhg")
     Phi, y, K = random_problem(3, M=16)
     r = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-12, inner="portfolio", max_iter=2)
     cg = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-12, inner="cg", max_iter=2)
@@ -773,6 +787,7 @@ def _portfolio_of_fakes(random_problem, monkeypatch, cg_gaps, pdhg_gaps):
     shape = ((7, K), (len(y), K))
     order = []
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", -1.0)  # PDHG, the second engine
     monkeypatch.setattr(acc, "_ColumnGeneration",
                         lambda *a, **k: _FakeEngine("cg", cg_gaps, order, shape, k["clock"]))
     monkeypatch.setattr(acc, "_WorkingSet", lambda *a, **k: _FakeEngine("pdhg", pdhg_gaps, order, shape))
@@ -855,15 +870,17 @@ class _ErraticTime:
         return self.t
 
 
+@pytest.mark.parametrize("second", ["pdhg", "ipm"])
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
-def test_portfolio_result_does_not_depend_on_the_wall_clock(random_problem, monkeypatch, method):
+def test_portfolio_result_does_not_depend_on_the_wall_clock(random_problem, monkeypatch, method,
+                                                             second):
     """The portfolio's turns are on its work clock: with every engine's wall clock replaced
     by an erratic one, both engines take the same turns and the fit is the same to the bit.
     (On this noisy problem the wall-clock turns of the previous version paused column
     generation's master solves at other iterations: 7 to 10 rounds, other points.)"""
     from sparsesvm.solvers.accelerated import clock as clock_module
 
-    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)  # both engines take turns
+    _second_engine(monkeypatch, second)  # both engines take turns
     Phi, y, K = random_problem(5, L=80, M=60, K=4, labels="random")
     kw = dict(lam=0.2) if method == "hinge-reg" else dict(eta=0.2 * 80)
     solve = acc.hinge_reg if method == "hinge-reg" else acc.hinge_con
@@ -871,10 +888,10 @@ def test_portfolio_result_does_not_depend_on_the_wall_clock(random_problem, monk
     assert ref.converged and all(w > 0 for w in ref.settings["engine_work"].values())
     for seed in (0, 1):
         fake = _ErraticTime(seed)
-        for module in (acc, colgen, clock_module):
+        for module in (acc, colgen, clock_module, hinge_ipm):
             monkeypatch.setattr(module, "time", fake)
         r = solve(Phi, y, K, "l1", tol=1e-6, inner="portfolio", **kw)
-        for module in (acc, colgen, clock_module):
+        for module in (acc, colgen, clock_module, hinge_ipm):
             monkeypatch.setattr(module, "time", time)
         assert r.settings["engine"] == ref.settings["engine"] and r.n_iter == ref.n_iter
         assert r.settings["engine_work"] == ref.settings["engine_work"]
@@ -915,11 +932,11 @@ def test_portfolio_max_time_stays_a_wall_clock_cap(random_problem, monkeypatch):
             self.t += 0.01
             return self.t
 
-    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    _second_engine(monkeypatch, "pdhg")
     Phi, y, K = random_problem(5, L=80, M=60, K=4, labels="random")
     full = acc.hinge_reg(Phi, y, K, "l1", lam=0.2, tol=1e-9, inner="portfolio")
     fake = Fast()
-    for module in (acc, colgen, clock_module):
+    for module in (acc, colgen, clock_module, hinge_ipm):
         monkeypatch.setattr(module, "time", fake)
     r = acc.hinge_reg(Phi, y, K, "l1", lam=0.2, tol=1e-9, inner="portfolio", max_time=0.2)
     assert full.converged and not r.converged

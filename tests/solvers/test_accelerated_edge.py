@@ -1,10 +1,10 @@
 """Accelerated engines on awkward but valid input, against CVXPY/Clarabel (issue 16).
 
-Every engine (column generation, dual QP, PDHG, l2 coordinate descent, and the
-column-generation / PDHG portfolio in short turns) and both forms (hinge-reg,
-hinge-con) on: standardised ``load_digits`` (constant pixels, hence all-zero
-columns), all-zero feature columns, duplicated columns, and duplicated samples
-with different labels. Each result must reach the CVXPY optimum to 1e-6
+Every engine (column generation, dual QP, PDHG, l2 coordinate descent, the interior point
+on the whole LP, and the portfolio in short turns, with the interior point or with PDHG)
+and both forms (hinge-reg, hinge-con) on: standardised ``load_digits`` (constant pixels,
+hence all-zero columns), all-zero feature columns, duplicated columns, and duplicated
+samples with different labels. Each result must reach the CVXPY optimum to 1e-6
 relative, and its certified relative gap must bound its true suboptimality.
 """
 
@@ -58,7 +58,9 @@ CASES = {
 #: (engine, penalty, groups) triples: each engine on the penalties it serves
 ENGINES = [("cg", "l1", None), ("cg", "l1inf", 2), ("cg", "l12", 2), ("qp", "l2", None),
            pytest.param("pdhg", "l1", None, marks=pytest.mark.slow), ("pdhg", "l2", None),
-           ("dcd", "l2", None), ("portfolio", "l1inf", 2)]
+           ("dcd", "l2", None), ("ipm", "l1", None), ("ipm", "l1inf", 2),
+           ("ipm", "l1inf", "features"), ("portfolio", "l1inf", 2),
+           ("portfolio-pdhg", "l1inf", 2)]
 
 
 def _check(Phi, y, K, method, pen, grp, inner, par, tol=1e-7, **kw):
@@ -90,12 +92,20 @@ def _check(Phi, y, K, method, pen, grp, inner, par, tol=1e-7, **kw):
 @pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_engine_on_awkward_input(case, method, engine, pen, grp, monkeypatch):
-    # the portfolio in turns of a millisecond: both of its engines run on the input
+    # the portfolio in turns of a millisecond: both of its engines run on the input (column
+    # generation and the interior point on these small problems; "portfolio-pdhg": with PDHG,
+    # the interior point's prediction set above its limit)
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
+    if engine == "portfolio-pdhg":
+        monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", 0.0)
+        engine = "portfolio"
     Phi, y, K = CASES[case]()
     L = len(y)
     par = 1.0 if method == "hinge-reg" else 0.7 * L  # feasible: conflicting pairs cost >= 2 each
-    _check(Phi, y, K, method, pen, grp, engine, par, max_iter=400000)
+    # the interior point's reach is about 1e-7 to 1e-9 on these problems: 1e-6 for it
+    tol = 1e-6 if engine == "ipm" else 1e-7
+    _check(Phi, y, K, method, pen, grp, engine, par, tol=tol, max_iter=400000)
 
 
 @pytest.mark.slow

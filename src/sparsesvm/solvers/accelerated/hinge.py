@@ -114,6 +114,7 @@ from . import highs
 from . import l2dual as _l2dual
 from .clock import WALL, WorkClock
 from .colgen import _column_generation, _ColumnGeneration
+from .hinge_ipm import InteriorPoint, predicted_seconds
 from .pdhg import _pdhg, _Problem, load_kernels
 from .qp import QP_MAX_VARS, QP_TIME_LIMIT, _best_biases, _l2_dual_qp
 
@@ -155,6 +156,16 @@ L12_CG_GROUPS_PER_ROW = 4
 #: seconds are those of its work clock (:class:`~sparsesvm.solvers.accelerated.clock.WorkClock`:
 #: the engines' work priced in seconds of the reference machine), here and below
 PORTFOLIO_FIRST_SLICE = 0.5
+
+#: inner="portfolio", l1 and l1inf: where the interior-point engine
+#: (:mod:`~sparsesvm.solvers.accelerated.hinge_ipm`) is predicted to take at most
+#: PORTFOLIO_IPM_MAX_S seconds (:func:`~sparsesvm.solvers.accelerated.hinge_ipm.predicted_seconds`:
+#: its iterations' cost is known from the problem's size, unlike column generation's or
+#: PDHG's), it takes PDHG's place in the turns, and column generation's first slice is
+#: PORTFOLIO_IPM_FIRST_SLICE; PDHG replaces it if it stops short of tol (it stalls where its
+#: Newton systems grow too ill-conditioned: measured on real MNIST scattering features)
+PORTFOLIO_IPM_MAX_S = 1.0
+PORTFOLIO_IPM_FIRST_SLICE = 0.5
 
 #: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
 #: turn, would reach tol within PORTFOLIO_EXTEND times its own time so far keeps its turn, in
@@ -270,8 +281,8 @@ def _checked_settings(opts):
         if key not in DEFAULTS:
             raise ValueError(f"unknown option {key!r}; known: {sorted(DEFAULTS)}")
         settings[key] = val
-    if settings["inner"] not in ("auto", "cg", "pdhg", "portfolio", "qp", "dcd"):
-        raise ValueError("inner must be 'auto', 'cg', 'pdhg', 'portfolio', 'qp' or 'dcd', "
+    if settings["inner"] not in ("auto", "cg", "pdhg", "portfolio", "ipm", "qp", "dcd"):
+        raise ValueError("inner must be 'auto', 'cg', 'pdhg', 'portfolio', 'ipm', 'qp' or 'dcd', "
                          f"got {settings['inner']!r}")
     if settings["restart"] not in ("halpern", "none"):
         raise ValueError(f"restart must be 'halpern' or 'none', got {settings['restart']!r}")
@@ -298,6 +309,8 @@ def _choose_inner(inner, geo, L, M, K):
     if inner in ("cg", "portfolio") and geo.name == "l2":
         raise ValueError(f"inner={inner!r} needs a norm penalty (l1, l12, l1inf); for l2 use "
                          "'qp', 'dcd' or 'pdhg'")
+    if inner == "ipm" and geo.name not in ("l1", "l1inf"):
+        raise ValueError(f"inner='ipm' solves l1 and l1inf (linear programs), not {geo.name!r}")
     if inner in ("qp", "dcd") and geo.name != "l2":
         raise ValueError(f"inner={inner!r} is for penalty 'l2' only, got {geo.name!r}")
     if inner == "qp" and highs.highspy is None:
@@ -446,6 +459,11 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
     if inner == "portfolio":
         return _Portfolio(op, geo, penalty, groups, kind, par, settings, recorder).run(
             tol, int(max_iter), deadline)
+    if inner == "ipm":
+        eng = _interior_point(op, geo, kind, par, tol, int(max_iter), deadline,
+                              recorder.engine_record)
+        eng.advance()
+        return recorder.result(kind, eng.X, eng.Y, eng.best, eng.total, eng.converged, settings)
     if inner == "cg":
         X, Y, best, n_lp, converged = _column_generation(
             op, geo, kind, par, tol, int(max_iter), deadline, recorder.engine_record)
@@ -465,6 +483,22 @@ def _solve(kind, problem, penalty, groups, par, tol, max_iter, max_time, trace, 
     X, Y, best, total, converged = ws.run(X, Y, tol, max_iter, deadline, settings, recorder)
     settings["working_set"] = ws.used
     return recorder.result(kind, X, Y, best, total, converged, settings)
+
+
+def _interior_point(op, geo, kind, par, tol, max_iter, deadline, record, clock=None):
+    """The interior-point engine (:class:`~sparsesvm.solvers.accelerated.hinge_ipm.InteriorPoint`)
+    on the full problem, certifying with :func:`_full_gap`."""
+    return InteriorPoint(op, geo, kind, par, tol, max_iter, deadline, record,
+                         lambda X, Y: _full_gap(op, geo, kind, par, X, Y), clock=clock)
+
+
+def _ipm_predicted(op, geo):
+    """The interior-point engine's predicted seconds on this problem (l1 and l1inf), else inf."""
+    if geo.name not in ("l1", "l1inf"):
+        return np.inf
+    L, M = op.Phi.shape
+    n1, s, n2 = geo.group_shape
+    return predicted_seconds(L, M, op.n_classes, n1 * n2 if s > 1 else 0, n2 == op.n_classes)
 
 
 class _Lane:
@@ -601,22 +635,35 @@ class _Portfolio:
         cg_lane = _Lane("cg", recorder, shared, clock)
         cg = _ColumnGeneration(op, geo, kind, par, tol, max_iter, deadline, cg_lane.engine_record,
                                clock=clock)
-        ws_lane = _Lane("pdhg", recorder, shared, clock)
-        ws = _WorkingSet(op, geo, self.penalty, self.groups, kind, par,
-                         bool(self.settings["working_set"]))
-        ws.start(np.zeros((M + 1, K)), np.zeros((L, K)), tol, max_iter, deadline, self.settings,
-                 ws_lane, clock=clock)
-        lanes = [(cg_lane, cg), (ws_lane, ws)]
-        allot = max(float(PORTFOLIO_FIRST_SLICE), 1e-3)
+
+        def pdhg():
+            lane = _Lane("pdhg", recorder, shared, clock)
+            ws = _WorkingSet(op, geo, self.penalty, self.groups, kind, par,
+                             bool(self.settings["working_set"]))
+            ws.start(np.zeros((M + 1, K)), np.zeros((L, K)), tol, max_iter, deadline,
+                     self.settings, lane, clock=clock)
+            return lane, ws
+
+        first = PORTFOLIO_FIRST_SLICE
+        if _ipm_predicted(op, geo) <= PORTFOLIO_IPM_MAX_S:  # the interior point in PDHG's place
+            lane = _Lane("ipm", recorder, shared, clock)
+            second = (lane, _interior_point(op, geo, kind, par, tol, max_iter, deadline,
+                                            lane.engine_record, clock=clock))
+            first = PORTFOLIO_IPM_FIRST_SLICE
+        else:
+            second = pdhg()
+        lanes = [(cg_lane, cg), second]
+        used = list(lanes)
+        allot = max(float(first), 1e-3)
         done = None
         while done is None and not all(eng.finished for _, eng in lanes):
             # the engine nearer to tol (smaller certified gap) first: it is likelier to finish
             # within its turn, before the other spends the new allotment
             lanes.sort(key=lambda le: le[1].best.rel_gap if le[1].best is not None else np.inf)
-            for lane, eng in lanes:
+            for i, (lane, eng) in enumerate(lanes):
                 target = allot
-                if lane is ws_lane and lanes[0][0] is cg_lane:
-                    target = self._slow_target(ws_lane, cg_lane, tol, allot)
+                if lane.name == "pdhg" and lanes[0][0] is cg_lane:
+                    target = self._slow_target(lane, cg_lane, tol, allot)
                 if eng.finished or lane.spent >= target or WALL.past(deadline):
                     continue
                 lane.run(eng, clock.now() + target - lane.spent)
@@ -629,18 +676,23 @@ class _Portfolio:
                 if eng.converged:
                     done = lane, eng
                     break
+                if eng.finished and lane.name == "ipm":  # it stalled: PDHG takes its place
+                    lanes[i] = pdhg()
+                    used.append(lanes[i])
             if WALL.past(deadline):
                 break
             allot *= 2.0
         if done is None:  # neither met tol: the smaller certified gap
-            tried = [(lane, eng) for lane, eng in lanes if eng.best is not None]
+            tried = [(lane, eng) for lane, eng in used if eng.best is not None]
             done = min(tried, key=lambda le: le[1].best.rel_gap) if tried else lanes[0]
         lane, eng = done
         n_iter = eng.rounds if eng is cg else eng.total
         self.settings.update(engine=lane.name,
-                             engine_seconds={ln.name: ln.wall for ln, _ in lanes},
-                             engine_work={ln.name: ln.spent for ln, _ in lanes})
-        self.settings["working_set"] = ws.used
+                             engine_seconds={ln.name: ln.wall for ln, _ in used},
+                             engine_work={ln.name: ln.spent for ln, _ in used})
+        pdhg_engines = [e for ln, e in used if ln.name == "pdhg"]
+        if pdhg_engines:
+            self.settings["working_set"] = pdhg_engines[0].used
         best = eng.best
         if best is None:  # no engine had a turn (the deadline passed first): X = 0's certificate
             best = _full_gap(op, geo, kind, par, eng.X, eng.Y)

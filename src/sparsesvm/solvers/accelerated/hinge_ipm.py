@@ -1,0 +1,675 @@
+"""The exact-hinge LP (l1, l1inf) by an interior-point method in sample space.
+
+For l1 and l1,inf both problems are linear programs. With the group bounds t_g
+(a group's largest weight) and the hinge values xi_l they read (hinge-reg)::
+
+    min  sum_g t_g + lam * sum_l xi_l
+    s.t. (T X)[l, k] + R[l, k] - xi_l <= 0       (l, k != z_l)   hinge rows, multipliers Y[l, k]
+          W_e - t_g <= 0,  -W_e - t_g <= 0      (e in group g)  bound rows
+          xi >= 0;  W, b, t free
+
+and hinge-con minimises ``sum_g t_g`` with one more row ``sum_l xi_l <= eta`` (l1: every
+weight its own group). :func:`interior_point_hinge` solves it by Mehrotra's
+predictor-corrector method (Mehrotra 1992; Wright, *Primal-Dual Interior-Point
+Methods*, 1997, ch. 10) from an infeasible start, and stops on the certified gap of
+:mod:`sparsesvm.model.certificates` at its iterates, like every accelerated engine.
+
+Its Newton system ``(A^T D A + Z / xi) dx = g`` (D = y / s for every row) is solved in
+*sample space*: the bound rows' part is block-diagonal, one arrow block per group (its
+weights and t_g), inverted in closed form; the hinge rows (and hinge-con's constraint) are
+added by the Woodbury identity, which leaves the symmetric positive definite matrix
+
+    S = A_u P^{-1} A_u^T + diag(s / y)      (L(K-1) (+1) rows)
+
+to factor (Cholesky), and the free biases their K x K Schur complement (least squares:
+the biases are determined up to a common shift). ``A_u P^{-1} A_u^T`` is assembled from
+the K class Gram matrices ``Phi diag(d_c) Phi^T`` (BLAS ``syrk``) by the hinge rows'
+difference pattern ``e_k - e_{z_l}``, and the groups' rank-one terms. An iteration then
+costs about ``K L^2 M / 2 + (L(K-1))^3 / 6`` multiply-adds (:func:`iteration_madds`),
+whatever the number of support vectors: cheap where L(K-1) is a few hundred and the
+features many (the dense noisy problems of ``benchmarks/bench_family.py``, where column
+generation's masters grow with the support vectors and PDHG needs thousands of
+iterations), dear for large L, where the other engines take over
+(:func:`predicted_seconds`, used by the accelerated solver's engine choice).
+"""
+
+import time
+
+import numpy as np
+import scipy.linalg as sl
+import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk
+
+__all__ = ["InteriorPoint", "interior_point_hinge", "iteration_madds", "iteration_seconds",
+           "predicted_seconds"]
+
+#: fraction of the largest step to the boundary taken (Mehrotra's heuristic's usual value)
+STEP_FRACTION = 0.995
+#: S's diagonal is multiplied by 1 + REGULARISATION (each entry relative to itself: near the
+#: optimum s / y spreads over many orders of magnitude, and a shift relative to the largest
+#: entry swamped the active rows)
+REGULARISATION = 1e-13
+#: the weights' primal regularisation in the Newton systems' factor, divided by the largest
+#: group bound: without it the iterations on MNIST-like features (groups of 81 weights, most
+#: of them strictly inside the bound at the optimum) stalled at certified gaps of 1e-4; with
+#: it they reach 1e-6 there, and the dense noisy problems' 1e-6 to 1e-9 are unchanged
+PRIMAL_REGULARISATION = 1e-5
+#: iterations without a smaller (finite) certified gap after which the method gives up (its
+#: Newton systems' rounding then moves the iterates more than the steps improve them)
+STALL_ITERATIONS = 6
+#: groups whose bound t_g is at least BORDER_REL times the largest are solved with the
+#: border (:meth:`_HingeLP._choose_border`) when they hold at most BORDER_MAX weights (or
+#: at most as many as there are hinge rows)
+BORDER_REL = 1e-2
+BORDER_MAX = 500
+#: iterations assumed by :func:`predicted_seconds`: measured, 12-21 on
+#: ``benchmarks/bench_family.py``'s dense noisy problems at tol 1e-4, 16-51 on its MNIST-like ones
+PREDICTED_ITERATIONS = 30
+
+
+def iteration_madds(L, M, K, n_groups=0, within_class=True, border=0):
+    """Multiply-adds of one iteration's dense linear algebra (module docstring): the class
+    Gram matrices, the groups' rank-one terms (``n_groups`` groups of more than one weight,
+    each in one class or across classes), S's Cholesky factor, and the border of
+    ``L + K + border`` columns (its solves with S, its matrix and factor)."""
+    m = L * (K - 1)
+    nf = L + K + border
+    groups = (L * L if within_class else (K * L) ** 2) * n_groups / 2.0
+    return (K * L * L * M / 2.0 + groups + m ** 3 / 6.0
+            + m * m * nf / 2.0 + m * nf * nf / 2.0 + nf ** 3 / 6.0)
+
+
+def iteration_seconds(L, M, K, n_groups=0, within_class=True, border=0):
+    """The price of one iteration on the reference machine besides its products with Phi
+    (:mod:`~sparsesvm.solvers.accelerated.clock`'s ``HINGE_IPM_*`` prices: per iteration,
+    per multiply-add of :func:`iteration_madds`, per entry of S and per weight)."""
+    from . import clock
+
+    m = L * (K - 1)
+    return (clock.HINGE_IPM_ITER_S
+            + clock.HINGE_IPM_MADD_S * iteration_madds(L, M, K, n_groups, within_class, border)
+            + clock.HINGE_IPM_ENTRY_S * m * m + clock.HINGE_IPM_WEIGHT_S * M * K)
+
+
+def predicted_seconds(L, M, K, n_groups=0, within_class=True):
+    """Seconds that :data:`PREDICTED_ITERATIONS` iterations take on the reference machine
+    (without a border of weights)."""
+    return PREDICTED_ITERATIONS * iteration_seconds(L, M, K, n_groups, within_class)
+
+
+def _norm(parts):
+    """Euclidean norm of a list of arrays."""
+    return float(np.sqrt(sum(np.vdot(x, x) for x in parts)))
+
+
+def _step_to_boundary(v, dv):
+    """Largest a <= 1 with v + a dv >= 0 (v > 0), over all entries."""
+    neg = dv < 0
+    return min(1.0, float(np.min(-v[neg] / dv[neg]))) if neg.any() else 1.0
+
+
+class _Structure:
+    """The LP's index structure: each weight's group, the hinge rows, their patterns.
+
+    Attributes
+    ----------
+    gid : int ndarray (M, K)
+        Flat group index of each weight.
+    size : int
+        Entries per group (1 for l1: the rank-one terms fold into the diagonal).
+    within_class : bool
+        Every group lies in one class (the groups' terms stay in the class Gram blocks).
+    li, ki, zi : int ndarray (m,)
+        Sample, class and sample's label of each hinge row (row-major over (L, K)).
+    C : csr_matrix (m, K L)
+        Row (l, k): +1 at (k, l), -1 at (z_l, l).
+    Ab : ndarray (m, K)
+        The hinge rows' bias columns ``e_k - e_{z_l}``.
+    """
+
+    def __init__(self, op, geo):
+        L, M = op.Phi.shape
+        K = op.n_classes
+        n1, s, n2 = geo.group_shape
+        self.n_groups = n1 * n2
+        flat = (np.arange(n1)[:, None] * n2 + np.arange(n2)[None, :])[:, None, :]
+        self.gid = np.ascontiguousarray(geo.from_groups(np.broadcast_to(flat, geo.group_shape)),
+                                        dtype=np.intp)
+        self.size = s
+        cls = np.broadcast_to(np.arange(K), (M, K))
+        gclass = np.empty(self.n_groups, dtype=np.intp)
+        gclass[self.gid.ravel()] = cls.ravel()
+        self.within_class = bool(np.all(gclass[self.gid] == cls))
+        self.off = op.R > 0
+        self.li, self.ki = np.nonzero(self.off)
+        self.r = op.R[self.off]  # the margins (1)
+        self.zi = op.y_idx[self.li]
+        m = len(self.li)
+        rows = np.repeat(np.arange(m), 2)
+        cols = np.stack([self.ki * L + self.li, self.zi * L + self.li], axis=1).ravel()
+        self.C = sp.csr_matrix((np.tile([1.0, -1.0], m), (rows, cols)), shape=(m, K * L))
+        self.Ab = np.zeros((m, K))
+        self.Ab[np.arange(m), self.ki] += 1.0
+        self.Ab[np.arange(m), self.zi] -= 1.0
+        # per class k: the rows (l, k) (+1 on class k's weights) and (l, k') with z_l = k (-1)
+        self.plus = [np.flatnonzero(self.ki == k) for k in range(K)]
+        self.minus = [np.flatnonzero(self.zi == k) for k in range(K)]
+        self.gclass = gclass
+        # S's class-Gram part, entry by entry: S.flat[dest] += sign * grams.flat[src] (the
+        # four blocks of each class: rows (l, k) and rows of class-k samples)
+        dest, src, sign = [], [], []
+        for k in range(K):
+            for R1, s1 in ((self.plus[k], 1.0), (self.minus[k], -1.0)):
+                for R2, s2 in ((self.plus[k], 1.0), (self.minus[k], -1.0)):
+                    dest.append((R1[:, None] * m + R2[None, :]).ravel())
+                    src.append((k * L * L + self.li[R1][:, None] * L + self.li[R2][None, :]).ravel())
+                    sign.append(np.full(len(R1) * len(R2), s1 * s2))
+        self.assembly = (np.concatenate(dest), np.concatenate(src), np.concatenate(sign))
+        # each group's weights (flat indices j K + k; -1 for a block's padding): (n_groups, s)
+        idx = geo.to_groups(np.arange(1, M * K + 1, dtype=float).reshape(M, K))
+        self.members = np.rint(idx.transpose(0, 2, 1).reshape(-1, s)).astype(np.intp) - 1
+        # the groups' rank-one terms: V (M, K n_groups) with v[j, k] at (j, k n_groups + gid)
+        self.v_rows = np.repeat(np.arange(M), K)
+        self.v_cols = (np.arange(K)[None, :] * self.n_groups + self.gid).ravel()
+
+    def group_sum(self, A):
+        """Sum of A (M, K) over each group: (n_groups,)."""
+        return np.bincount(self.gid.ravel(), weights=A.ravel(), minlength=self.n_groups)
+
+
+class _HingeLP:
+    """The LP of the module docstring for ``op``, ``geo``, ``kind`` ("reg" or "con") and its
+    parameter: residuals, products and the Newton system's solution."""
+
+    def __init__(self, op, geo, kind, par):
+        self.op, self.geo, self.kind, self.par = op, geo, kind, float(par)
+        self.st = _Structure(op, geo)
+        self.L, self.M = op.Phi.shape
+        self.K = op.n_classes
+        self.con = kind == "con"
+        self.c_xi = 0.0 if self.con else self.par
+        self.bflat = np.zeros(0, dtype=np.intp)  # the border's weights (none before a factor)
+
+    # -- the rows' products -------------------------------------------------
+    def hinge_values(self, W, b):
+        """``(T X)[l, k]`` on the hinge rows (m,), for X = [W; b]."""
+        return self.op.T(np.vstack([W, b[None, :]]))[self.st.off]
+
+    def hinge_adjoint(self, w):
+        """``(A_W^T w, A_b^T w)`` of hinge-row values w (m,): (M, K) and (K,)."""
+        Y = np.zeros((self.L, self.K))
+        Y[self.st.off] = w
+        G = self.op.T_adjoint(Y)
+        return G[:-1], G[-1]
+
+    def xi_adjoint(self, w, wc):
+        """The xi part of ``A^T`` of the hinge rows' w (m,) and the constraint row's wc."""
+        return -np.bincount(self.st.li, weights=w, minlength=self.L) + wc
+
+    # -- the Newton system ----------------------------------------------------
+    def _class_gram(self, d):
+        """``Phi diag(d) Phi^T`` (L, L), both triangles."""
+        Phi = self.op.Phi
+        if sp.issparse(Phi):
+            return (Phi.multiply(d[None, :]) @ Phi.T).toarray()
+        G = dsyrk(1.0, Phi * np.sqrt(d), lower=1)
+        G += np.tril(G, -1).T
+        return G
+
+    def _gram_rows(self, dW, vv, sigma):
+        """``A_W P^{-1} A_W^T`` on the hinge rows (m, m): the class Gram matrices, with the
+        groups' rank-one terms, spread by the rows' pattern ``e_k - e_{z_l}``."""
+        st, L, K, Phi = self.st, self.L, self.K, self.op.Phi
+        grams = [self._class_gram(dW[:, k]) for k in range(K)]
+        if st.size > 1:
+            Vsp = sp.csc_matrix((vv.ravel(), (st.v_rows, st.v_cols)),
+                                shape=(self.M, K * st.n_groups))
+            Q = (Phi @ Vsp).toarray() if sp.issparse(Phi) else np.asarray((Vsp.T @ Phi.T).T)
+            Q = Q.reshape(L, K, st.n_groups) / np.sqrt(sigma)
+            if st.within_class:
+                for k in range(K):
+                    Qk = np.ascontiguousarray(Q[:, k, st.gclass == k])
+                    Gk = dsyrk(1.0, Qk, lower=1)
+                    grams[k] += Gk + np.tril(Gk, -1).T
+            else:  # groups across classes: the classes' blocks are coupled
+                full = sl.block_diag(*grams)
+                Qs = Q.transpose(1, 0, 2).reshape(K * L, st.n_groups)
+                full += Qs @ Qs.T
+                return np.asarray(st.C @ np.asarray(st.C @ full).T)
+        m = len(st.li)
+        dest, src, sign = st.assembly
+        return np.bincount(dest, weights=sign * np.stack(grams).ravel()[src],
+                           minlength=m * m).reshape(m, m)
+
+    def factor(self, v):
+        """Factor the Newton system at the point ``v`` (a dict of the iterate)."""
+        st, L, K = self.st, self.L, self.K
+        d1, d2 = v["y1"] / v["s1"], v["y2"] / v["s2"]
+        self.D = dict(h=v["yh"] / v["sh"], b1=d1, b2=d2)
+        if self.con:
+            self.D["c"] = v["yc"] / v["sc"]
+        a = d1 + d2
+        c = d2 - d1
+        # the weights' primal regularisation in the factor (the refinement is against the
+        # unregularised system): it bounds P^{-1} on the weights strictly inside their group's
+        # bound, whose a -> 0 (in units of 1 / weight, as a: relative to the largest bound)
+        rho = PRIMAL_REGULARISATION / v["t"].max()
+        ar = a + rho
+        # t_g's Schur complement in its arrow block: sum_e (a_e - c_e^2 / a_e), in the form
+        # without cancellation (one of d1, d2 grows without bound near the optimum)
+        sigma = st.group_sum((4.0 * d1 * d2 + rho * (2.0 * a + rho)) / ar)
+        self.a, self.c, self.sigma = ar, c, sigma
+        self.xz = v["xi"] / v["z"]
+        self._choose_border(v["t"])
+        inner = ~self.bmask
+        vv = np.where(inner, c / ar, 0.0)
+        dW = np.where(inner, 1.0 / ar, 0.0)
+        if st.size == 1:  # l1: each group's rank-one term is diagonal
+            dW = dW + vv * vv / sigma[st.gid]
+        S = self._gram_rows(dW, vv, sigma)
+        S[np.diag_indices_from(S)] += v["sh"] / v["yh"]
+        S[np.diag_indices_from(S)] *= 1.0 + REGULARISATION
+        chol = sl.cholesky(S, lower=True, overwrite_a=True, check_finite=False)
+        self.chol = (chol, True)
+        B, E = self._border(a, c, 4.0 * d1 * d2)
+        self.B = B
+        V = sl.solve_triangular(chol, B, lower=True, check_finite=False)
+        F = V.T @ V + E
+        # Jacobi scaling (xi's pinned entries are huge), and the biases' common shift, F's
+        # null direction (the right-hand sides are orthogonal to it): adding u u^T makes F
+        # definite without changing the solution
+        self.fscale = 1.0 / np.sqrt(np.maximum(np.diag(F), np.finfo(float).tiny))
+        F = F * self.fscale[:, None] * self.fscale[None, :]
+        u = np.zeros(len(F))
+        u[L:L + K] = 1.0 / self.fscale[L:L + K]
+        u /= np.linalg.norm(u)
+        F += np.outer(u, u)
+        self.F = (sl.cholesky(F, lower=True, check_finite=False), True)
+        if self.con:
+            # hinge-con's row sum(xi) <= eta, kept out of S: near the optimum its s / y
+            # vanishes, and through S^{-1} it would add a huge multiple of 1 1^T to the
+            # xi block; its multiplier is the scalar Schur complement of the bordered system
+            self.ones = np.zeros(len(F))
+            self.ones[:L] = 1.0
+            self.F_ones = self._f_solve(self.ones)
+            self.con_schur = self.ones @ self.F_ones + v["sc"] / v["yc"]
+
+    def _f_solve(self, g):
+        """``F^{-1} g`` (F: the border's matrix, factored with its scaling)."""
+        return self.fscale * sl.cho_solve(self.F, self.fscale * g, check_finite=False)
+
+    def _choose_border(self, t):
+        """The groups solved with the border instead of through P: those whose bound t_g is
+        at least :data:`BORDER_REL` times the largest, when they hold at most
+        :data:`BORDER_MAX` weights (else none: early iterations, before the active groups
+        stand out). Their (W, t_g) arrow blocks become nearly singular near the optimum (a
+        weight at the group's bound, or strictly inside it, moves freely with t_g), and
+        through P^{-1} the Woodbury identity would cancel huge terms."""
+        st = self.st
+        cand = t >= BORDER_REL * t.max()
+        members = st.members[cand]
+        if (members >= 0).sum() > BORDER_MAX:
+            cand[:] = False
+            members = st.members[:0]
+        self.bgroups = np.flatnonzero(cand)
+        self.bmembers = members
+        self.bvalid = members >= 0
+        self.bflat = members[self.bvalid]
+        self.bmask = np.zeros(self.M * self.K, dtype=bool)
+        self.bmask[self.bflat] = True
+        self.bmask = self.bmask.reshape(self.M, self.K)
+
+    def _border(self, a, c, d12):
+        """The border's columns B (rows, L + K + bordered weights) in the hinge rows (and the
+        constraint row) and its own block E: xi's Z / xi, the biases' 0, and for each
+        bordered group its arrow block with t_g eliminated, ``diag(a) - c c^T / tau_g``
+        (``tau_g = sum a``; the diagonal ``(a_e sum_{f != e} a_f + 4 d1_e d2_e) / tau_g``
+        without cancellation)."""
+        st, L, K = self.st, self.L, self.K
+        m = len(st.li)
+        nw = len(self.bflat)
+        nf = L + K + nw
+        B = np.zeros((m, nf))
+        B[np.arange(m), st.li] = -1.0
+        B[:, L:L + K] = st.Ab
+        E = np.zeros((nf, nf))
+        E[np.arange(L), np.arange(L)] = 1.0 / self.xz
+        if nw:
+            j, k = np.divmod(self.bflat, K)
+            pat = (st.ki[:, None] == k[None, :]).astype(float) - (st.zi[:, None] == k[None, :])
+            Phi = self.op.Phi
+            cols = (Phi[st.li][:, j].toarray() if sp.issparse(Phi) else Phi[np.ix_(st.li, j)])
+            B[:, L + K:] = cols * pat
+            valid, mem = self.bvalid, self.bmembers
+            A3 = np.where(valid, a.ravel()[mem], 0.0)
+            C3 = np.where(valid, c.ravel()[mem], 0.0)
+            tau = A3.sum(axis=1)
+            run = np.cumsum(A3, axis=1)  # sums of the others, by running sums only
+            rev = np.cumsum(A3[:, ::-1], axis=1)[:, ::-1]
+            others = np.zeros_like(A3)
+            others[:, 1:] += run[:, :-1]
+            others[:, :-1] += rev[:, 1:]
+            diag = (A3 * others + np.where(valid, d12.ravel()[mem], 0.0)) / tau[:, None]
+            pos = np.full(mem.shape, -1)
+            pos[valid] = L + K + np.arange(nw)
+            block = -C3[:, :, None] * C3[:, None, :] / tau[:, None, None]
+            pair = valid[:, :, None] & valid[:, None, :]
+            rows = np.broadcast_to(pos[:, :, None], block.shape)[pair]
+            cols_ = np.broadcast_to(pos[:, None, :], block.shape)[pair]
+            E[rows, cols_] = block[pair]
+            E[pos[valid], pos[valid]] = diag[valid]
+            self.btau, self.bC3 = tau, C3
+        return B, E
+
+    def _p_inverse(self, gW, gt):
+        """``P^{-1} g`` over (W, t) (the bound rows' arrow blocks): ``(pW, pt, e1, e2)`` with
+        the bound rows' values ``e1 = pW - pt_g`` and ``e2 = -pW - pt_g`` computed directly,
+        not as differences (near the optimum one of them is tiny beside pW and pt_g, and its
+        product with the huge d1 or d2 would carry their rounding into the multipliers)."""
+        st = self.st
+        pt = (gt - st.group_sum(self.c * gW / self.a)) / self.sigma
+        ptg = pt[st.gid]
+        pW = (gW - self.c * ptg) / self.a
+        return pW, pt, (gW - (self.a + self.c) * ptg) / self.a, (-gW - (self.a - self.c) * ptg) / self.a
+
+    def apply(self, dW, db, dt, dxi, e1, e2):
+        """``(A^T D A + Z / xi) dx`` (the Newton matrix applied: for the refinement), the
+        bound rows' values ``e1``, ``e2`` of ``dx`` given (:meth:`_p_inverse`)."""
+        st, D = self.st, self.D
+        ah = D["h"] * (self.hinge_values(dW, db) - dxi[st.li])
+        a1, a2 = D["b1"] * e1, D["b2"] * e2
+        ac = D["c"] * dxi.sum() if self.con else 0.0
+        hW, hb = self.hinge_adjoint(ah)
+        return (hW + a1 - a2, hb, -st.group_sum(a1 + a2),
+                self.xi_adjoint(ah, ac) + dxi / self.xz)
+
+    def solve(self, gW, gb, gt, gxi, refine=2):
+        """``(dW, db, dt, dxi, e1, e2)`` with ``(A^T D A + Z / xi) dx = g`` (module
+        docstring; e1, e2: the bound rows' values of dx), and ``refine`` steps of iterative
+        refinement against the matrix applied by products."""
+        g = (gW, gb, gt, gxi)
+        dx = self._solve(*g)
+        r = [gi - h for gi, h in zip(g, self.apply(*dx))]
+        norm = _norm(r)
+        for _ in range(refine):
+            new = [x + e for x, e in zip(dx, self._solve(*r))]
+            r_new = [gi - h for gi, h in zip(g, self.apply(*new))]
+            norm_new = _norm(r_new)
+            if not norm_new < norm:  # the factor is too inaccurate to refine with
+                break
+            dx, r, norm = new, r_new, norm_new
+        return dx
+
+    def _solve(self, gW, gb, gt, gxi):
+        L, K = self.L, self.K
+        inner = ~self.bmask
+        pW = np.where(inner, self._p_inverse(gW, gt)[0], 0.0)
+        Sih = sl.cho_solve(self.chol, self.hinge_values(pW, np.zeros(K)), check_finite=False)
+        gb_w = []
+        if len(self.bflat):  # the bordered weights' right-hand sides, t_g eliminated
+            gt_b = gt[self.bgroups]
+            mem = self.bmembers
+            G3 = np.where(self.bvalid, gW.ravel()[mem], 0.0) - self.bC3 * (gt_b / self.btau)[:, None]
+            gb_w = G3[self.bvalid]
+        gf = np.concatenate([gxi, gb, gb_w]) - self.B.T @ Sih
+        df = self._f_solve(gf)
+        if self.con:  # the constraint row's multiplier wc, then the border's solution
+            df -= self.F_ones * (self.ones @ df / self.con_schur)
+        wh = Sih + sl.cho_solve(self.chol, self.B @ df, check_finite=False)
+        AW, _ = self.hinge_adjoint(wh)
+        dW, dt, e1, e2 = self._p_inverse(gW - AW, gt)
+        if len(self.bflat):  # the bordered groups' weights and bounds from the border
+            dW3 = np.zeros(self.bmembers.shape)
+            dW3[self.bvalid] = df[L + K:]
+            dW.ravel()[self.bflat] = df[L + K:]
+            dt[self.bgroups] = (gt_b - (self.bC3 * dW3).sum(axis=1)) / self.btau
+            dtg = dt[self.st.gid]
+            e1 = np.where(inner, e1, dW - dtg)
+            e2 = np.where(inner, e2, -dW - dtg)
+        return dW, df[L:L + K], dt, df[:L], e1, e2
+
+
+class _Iterate(dict):
+    """The primal-dual iterate: W, b, t, xi, slacks sh, s1, s2 (sc), multipliers yh, y1, y2
+    (yc) and z (xi's reduced costs)."""
+
+
+def _start(lp):
+    """A start near the central path's scale: dual feasible for t and xi (y1 = y2 = 1 / (2 s)
+    on a group of s weights; yh = nu / (2 (K - 1)), z = nu / 2, nu = lam, or 1 for hinge-con),
+    primal W = 0, b = 0, xi = 2 (hinge slacks 1), t balancing the bound rows' products with
+    the hinge rows'."""
+    L, M, K = lp.L, lp.M, lp.K
+    st = lp.st
+    m = len(st.li)
+    nu = 1.0 if lp.con else lp.par
+    size = np.bincount(st.gid.ravel(), minlength=st.n_groups)[st.gid]
+    y1 = 1.0 / (2.0 * size)
+    t0 = np.full(st.n_groups, nu / (K - 1)) * np.bincount(st.gid.ravel(), minlength=st.n_groups)
+    v = _Iterate(W=np.zeros((M, K)), b=np.zeros(K), t=t0, xi=np.full(L, 2.0),
+                 sh=np.ones(m), s1=t0[st.gid].copy(), s2=t0[st.gid].copy(),
+                 yh=np.full(m, nu / (2.0 * (K - 1))), y1=y1, y2=y1.copy(), z=np.full(L, nu / 2.0))
+    if lp.con:
+        v["sc"], v["yc"] = max(lp.par - 2.0 * L, 1.0), nu / 2.0
+    return v
+
+
+def _residuals(lp, v):
+    """Primal residuals ``A x + s - r`` and dual ones ``c + A^T y - z`` of the iterate."""
+    st = lp.st
+    hv = lp.hinge_values(v["W"], v["b"])
+    tg = v["t"][st.gid]
+    rp = dict(h=hv + st.r - v["xi"][st.li] + v["sh"],
+              b1=v["W"] - tg + v["s1"], b2=-v["W"] - tg + v["s2"])
+    AW, Ab = lp.hinge_adjoint(v["yh"])
+    yc = v["yc"] if lp.con else 0.0
+    rd = dict(W=AW + v["y1"] - v["y2"], b=Ab, t=1.0 - st.group_sum(v["y1"] + v["y2"]),
+              xi=lp.c_xi + lp.xi_adjoint(v["yh"], yc) - v["z"])
+    if lp.con:
+        rp["c"] = v["xi"].sum() + v["sc"] - lp.par
+    return rp, rd
+
+
+_PAIRS = (("sh", "yh", "h"), ("s1", "y1", "b1"), ("s2", "y2", "b2"))
+
+
+def _direction(lp, v, rp, rd, comp):
+    """The Newton direction for complementarity residuals ``comp`` (dict of y s - target
+    per row kind, and ``"xi"`` for z xi - target)."""
+    st = lp.st
+    q = {k: (v[y] * rp[k] - comp[k]) / v[s] for s, y, k in _PAIRS}
+    qc = (v["yc"] * rp["c"] - comp["c"]) / v["sc"] if lp.con else 0.0
+    AqW, Aqb = lp.hinge_adjoint(q["h"])
+    gW = -rd["W"] - (AqW + q["b1"] - q["b2"])
+    gb = -rd["b"] - Aqb
+    gt = -rd["t"] + st.group_sum(q["b1"] + q["b2"])
+    gxi = -rd["xi"] - lp.xi_adjoint(q["h"], qc) - comp["xi"] / v["xi"]
+    dW, db, dt, dxi, e1, e2 = lp.solve(gW, gb, gt, gxi)
+    Adx = dict(h=lp.hinge_values(dW, db) - dxi[st.li], b1=e1, b2=e2)
+    d = dict(W=dW, b=db, t=dt, xi=dxi, z=(-comp["xi"] - v["z"] * dxi) / v["xi"])
+    for s, y, k in _PAIRS:
+        d[y] = v[y] / v[s] * Adx[k] + q[k]
+        d[s] = -rp[k] - Adx[k]
+    if lp.con:
+        adc = dxi.sum()
+        d["yc"] = v["yc"] / v["sc"] * adc + qc
+        d["sc"] = -rp["c"] - adc
+    return d
+
+
+_PRIMAL_POS = ("xi", "sh", "s1", "s2")
+_DUAL_POS = ("z", "yh", "y1", "y2")
+
+
+def _steps(lp, v, d):
+    """The largest primal and dual steps (at most 1) that keep the iterate's signs."""
+    con = ("sc",) if lp.con else ()
+    ap = min(_step_to_boundary(np.ravel(v[k]), np.ravel(d[k])) for k in _PRIMAL_POS + con)
+    con = ("yc",) if lp.con else ()
+    ad = min(_step_to_boundary(np.ravel(v[k]), np.ravel(d[k])) for k in _DUAL_POS + con)
+    return ap, ad
+
+
+def _complementarity(lp, v, d=None, ap=0.0, ad=0.0):
+    """Sum of y s and z xi at ``v + (ap, ad) d``, and the number of pairs."""
+    tot, n = 0.0, 0
+    for s, y, _ in _pairs(lp):
+        sv, yv = np.asarray(v[s]), np.asarray(v[y])
+        if d is not None:
+            sv, yv = sv + ap * np.asarray(d[s]), yv + ad * np.asarray(d[y])
+        tot += float(np.sum(sv * yv))
+        n += np.size(sv)
+    return tot, n
+
+
+def _pairs(lp):
+    """The complementary pairs (primal, dual, name of the complementarity residual)."""
+    return _PAIRS + (("xi", "z", "xi"),) + ((("sc", "yc", "c"),) if lp.con else ())
+
+
+class InteriorPoint:
+    """The interior-point engine, resumable (the portfolio's turns): :meth:`advance` runs
+    iterations until it is :attr:`finished` or the clock passes a time.
+
+    Parameters
+    ----------
+    op : MulticlassOperator
+    geo : Penalty
+        l1 or l1inf.
+    kind : {"reg", "con"}
+    par : float
+        lam (hinge-reg) or eta (hinge-con).
+    tol : float
+        Certified relative gap at which it stops.
+    max_iter : int
+    deadline : float or None
+        ``time.perf_counter()`` time after which it stops.
+    record : callable (GapResult, n_iter, X)
+        Called with each iterate's certificate.
+    certify : callable (X, Y) -> GapResult
+        The full problem's certificate.
+    clock : WallClock or WorkClock, optional
+        The clock of :meth:`advance`'s ``until``; each iteration's dense linear algebra is
+        charged to it (:func:`iteration_seconds`), its products through ``op.meter``.
+
+    Attributes
+    ----------
+    X : ndarray (M + 1, K)
+        The best certified point so far (its weights and biases).
+    Y : ndarray (L, K)
+        Its multipliers of the hinge rows.
+    best : GapResult or None
+        Its certificate.
+    total : int
+        Iterations done.
+    finished, converged : bool
+    status : str
+        ``"optimal"``, ``"stalled"`` (no better certificate for :data:`STALL_ITERATIONS`
+        iterations, or a Newton system that could not be factored), ``"max_iter"``,
+        ``"time"`` or ``"running"``.
+    """
+
+    def __init__(self, op, geo, kind, par, tol, max_iter, deadline, record, certify,
+                 clock=None):
+        if geo.name not in ("l1", "l1inf"):
+            raise ValueError(f"the interior-point engine solves l1 and l1inf, not {geo.name!r}")
+        from .clock import WALL
+
+        self.lp = _HingeLP(op, geo, kind, par)
+        self.tol, self.max_iter, self.deadline = tol, int(max_iter), deadline
+        self.record, self.certify = record, certify
+        self.clock = WALL if clock is None else clock
+        L, M = op.Phi.shape
+        st = self.lp.st
+        self._shape = (L, M, op.n_classes, st.n_groups if st.size > 1 else 0, st.within_class)
+        self.v = _start(self.lp)
+        self.X = np.zeros((M + 1, op.n_classes))
+        self.Y = np.zeros((L, op.n_classes))
+        self.best, self.best_it, self.total = None, 0, 0
+        self.finished = self.converged = False
+        self.status = "running"
+
+    def _check(self):
+        """Certify the iterate; True when the run is over (``tol`` met, or stalled)."""
+        lp, v = self.lp, self.v
+        X = np.vstack([v["W"], v["b"][None, :]])
+        Y = np.zeros((lp.L, lp.K))
+        Y[lp.st.off] = v["yh"]
+        gr = self.certify(X, Y)
+        self.record(gr, self.total, X)
+        if self.best is None or gr.rel_gap < self.best.rel_gap:
+            self.best, self.best_it, self.X, self.Y = gr, self.total, X, Y
+        if gr.rel_gap <= self.tol:
+            self.status = "optimal"
+        elif np.isfinite(self.best.rel_gap) and self.total - self.best_it >= STALL_ITERATIONS:
+            # (hinge-con's certificate is infinite until an iterate can be scaled into the
+            # constraint: no stall is counted before)
+            self.status = "stalled"
+        elif self.total >= self.max_iter:
+            self.status = "max_iter"
+        return self.status != "running"
+
+    def advance(self, until=None):
+        """Iterate until :attr:`finished` or :attr:`clock` passes ``until`` (None: never)."""
+        if self.best is None and self._check():
+            self.finished, self.converged = True, self.status == "optimal"
+        while not self.finished:
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                self.status = "time"
+                self.finished = True
+                break
+            if until is not None and self.clock.now() >= until:
+                break
+            if not self._iterate():
+                self.status = "stalled"
+            self.total += 1
+            self.clock.charge(iteration_seconds(*self._shape, border=len(self.lp.bflat)))
+            if self.status != "running" or self._check():
+                self.finished, self.converged = True, self.status == "optimal"
+
+    def _iterate(self):
+        """One predictor-corrector iteration; False if the Newton system could not be factored."""
+        lp, v = self.lp, self.v
+        rp, rd = _residuals(lp, v)
+        try:
+            lp.factor(v)
+        except np.linalg.LinAlgError:
+            return False
+        total, n = _complementarity(lp, v)
+        mu = total / n
+        comp = {k: v[y] * v[s] for s, y, k in _PAIRS}
+        comp["xi"] = v["z"] * v["xi"]
+        if lp.con:
+            comp["c"] = v["yc"] * v["sc"]
+        d = _direction(lp, v, rp, rd, comp)  # affine scaling (predictor)
+        ap, ad = _steps(lp, v, d)
+        mu_aff = _complementarity(lp, v, d, ap, ad)[0] / n
+        target = (mu_aff / mu) ** 3 * mu  # Mehrotra's centring
+        for s, y, k in _pairs(lp):
+            comp[k] = comp[k] + d[y] * d[s] - target
+        d = _direction(lp, v, rp, rd, comp)
+        ap, ad = _steps(lp, v, d)
+        ap, ad = STEP_FRACTION * ap, STEP_FRACTION * ad
+        for k in ("W", "b", "t", "xi", "sh", "s1", "s2") + (("sc",) if lp.con else ()):
+            v[k] = v[k] + ap * d[k]
+        for k in ("yh", "y1", "y2", "z") + (("yc",) if lp.con else ()):
+            v[k] = v[k] + ad * d[k]
+        return True
+
+
+def interior_point_hinge(op, geo, kind, par, tol, max_iter, deadline, record, certify):
+    """Solve hinge-reg / hinge-con for l1 and l1inf by the interior-point method, alone
+    (:class:`InteriorPoint`'s parameters).
+
+    Returns
+    -------
+    X : ndarray (M + 1, K)
+    Y : ndarray (L, K)
+    best : GapResult
+    n_iter : int
+    converged : bool
+    status : str
+    """
+    eng = InteriorPoint(op, geo, kind, par, tol, max_iter, deadline, record, certify)
+    eng.advance()
+    return eng.X, eng.Y, eng.best, eng.total, eng.converged, eng.status

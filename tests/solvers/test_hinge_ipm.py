@@ -1,0 +1,198 @@
+"""Tests of the interior-point engine on the whole exact-hinge LP
+(sparsesvm.solvers.accelerated.hinge_ipm): its Newton system against a dense solve of the
+same system written out row by row, its optimum against CVXPY/Clarabel, its certificate,
+its stops, its work-clock charges, and its place in the engine portfolio."""
+
+import cvx_reference as cr
+import numpy as np
+import pytest
+
+from sparsesvm.model.operator import MulticlassOperator
+from sparsesvm.model.penalties import make_penalty
+from sparsesvm.solvers.accelerated import clock as clk
+from sparsesvm.solvers.accelerated import hinge as acc
+from sparsesvm.solvers.accelerated import hinge_ipm
+
+PENALTIES = [("l1", None), ("l1inf", 3), ("l1inf", "features")]
+
+
+def _dense_system(lp, v):
+    """The LP's rows written out as a dense matrix over x = [W (M K), b (K), t (G), xi (L)],
+    and the Newton matrix ``A^T diag(y / s) A + diag(z / xi)`` at the iterate ``v``."""
+    st, L, M, K = lp.st, lp.L, lp.M, lp.K
+    G = st.n_groups
+    n = M * K + K + G + L
+    Phi = lp.op.Phi
+    rows, d = [], []
+    for r, (i, k, z) in enumerate(zip(st.li, st.ki, st.zi)):  # hinge rows
+        a = np.zeros(n)
+        a[np.arange(M) * K + k] += Phi[i]
+        a[np.arange(M) * K + z] -= Phi[i]
+        a[M * K + k] += 1.0
+        a[M * K + z] -= 1.0
+        a[M * K + K + G + i] = -1.0
+        rows.append(a)
+        d.append(v["yh"][r] / v["sh"][r])
+    for e in range(M * K):  # bound rows W_e - t_g <= 0, -W_e - t_g <= 0
+        g = st.gid.ravel()[e]
+        for sign, y, s in ((1.0, "y1", "s1"), (-1.0, "y2", "s2")):
+            a = np.zeros(n)
+            a[e] = sign
+            a[M * K + K + g] = -1.0
+            rows.append(a)
+            d.append(v[y].ravel()[e] / v[s].ravel()[e])
+    if lp.con:
+        a = np.zeros(n)
+        a[M * K + K + G:] = 1.0
+        rows.append(a)
+        d.append(v["yc"] / v["sc"])
+    A = np.array(rows)
+    H = A.T @ (np.array(d)[:, None] * A)
+    xi = slice(M * K + K + G, n)
+    H[xi, xi] += np.diag(v["z"] / v["xi"])
+    return H
+
+
+def _random_iterate(lp, rng, spread):
+    """An interior iterate with slacks and multipliers spread over ``spread`` orders of
+    magnitude (as near an optimum), and a few large groups (which the border takes)."""
+    v = hinge_ipm._start(lp)
+    for key in ("sh", "s1", "s2", "yh", "y1", "y2", "xi", "z"):
+        v[key] = 10.0 ** rng.uniform(-spread / 2, spread / 2, np.shape(v[key]))
+    v["t"] = 10.0 ** rng.uniform(-3, 0, np.shape(v["t"]))
+    if lp.con:
+        v["sc"], v["yc"] = 0.3, 2.0
+    return v
+
+
+@pytest.mark.parametrize("border", [True, False])
+@pytest.mark.parametrize("kind", ["reg", "con"])
+@pytest.mark.parametrize("pen,grp", PENALTIES)
+def test_newton_system_matches_a_dense_solve(random_problem, monkeypatch, pen, grp, kind, border):
+    """The sample-space solve (arrow blocks, Woodbury on the hinge rows, the border of xi, the
+    biases and the large groups' weights) gives the solution of the Newton system written
+    out densely, up to the biases' common shift."""
+    if not border:
+        monkeypatch.setattr(hinge_ipm, "BORDER_MAX", 0)
+    Phi, y, K = random_problem(3, L=9, M=7, K=3)
+    op = MulticlassOperator(Phi, y, K)
+    lp = hinge_ipm._HingeLP(op, make_penalty(pen, grp, 7, K), kind, 1.5)
+    rng = np.random.default_rng(0)
+    v = _random_iterate(lp, rng, spread=6)
+    lp.factor(v)
+    assert (len(lp.bflat) > 0) == border
+    M, G, L = lp.M, lp.st.n_groups, lp.L
+    gW, gb, gt, gxi = (rng.standard_normal((M, K)), rng.standard_normal(K),
+                       rng.standard_normal(G), rng.standard_normal(L))
+    gb -= gb.mean()  # consistent with the biases' null direction
+    dW, db, dt, dxi, e1, e2 = lp.solve(gW, gb, gt, gxi)
+    H = _dense_system(lp, v)
+    g = np.concatenate([gW.ravel(), gb, gt, gxi])
+    x = np.linalg.lstsq(H, g, rcond=1e-14)[0]
+    ours = np.concatenate([dW.ravel(), db, dt, dxi])
+    shift = np.zeros_like(x)
+    shift[M * K:M * K + K] = 1.0
+    x += shift * (ours - x)[M * K:M * K + K].mean()  # the same common shift of the biases
+    np.testing.assert_allclose(ours, x, rtol=1e-7, atol=1e-9 * np.abs(x).max())
+    np.testing.assert_allclose(H @ ours, g, rtol=0, atol=1e-8 * np.abs(g).max())
+    # the bound rows' values, given apart, are those of the direction
+    tg = dt[lp.st.gid]
+    np.testing.assert_allclose(e1, dW - tg, rtol=0, atol=1e-9 * np.abs(x).max())
+    np.testing.assert_allclose(e2, -dW - tg, rtol=0, atol=1e-9 * np.abs(x).max())
+
+
+def _solve(Phi, y, K, method, pen, grp, par, tol, **kw):
+    if method == "hinge-reg":
+        return acc.hinge_reg(Phi, y, K, pen, grp, lam=par, tol=tol, inner="ipm", **kw)
+    return acc.hinge_con(Phi, y, K, pen, grp, eta=par, tol=tol, inner="ipm", **kw)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("method", ["hinge-reg", "hinge-con"])
+@pytest.mark.parametrize("pen,grp", PENALTIES)
+def test_engine_reaches_the_cvxpy_optimum_and_its_certificate_bounds_the_error(
+        random_problem, seed, method, pen, grp):
+    Phi, y, K = random_problem(seed, L=24, M=15, K=3, labels="random")
+    par = 0.7 if method == "hinge-reg" else 0.5 * len(y)
+    pstar, _ = cr.solve(method, Phi, y, K, pen, grp, **({"lam": par} if method == "hinge-reg"
+                                                        else {"eta": par}))
+    # 1e-6: the method's reach on these problems is about 1e-7 to 1e-9 (hinge-con's Newton
+    # systems grow ill-conditioned first)
+    r = _solve(Phi, y, K, method, pen, grp, par, 1e-6)
+    assert r.converged and r.rel_gap <= 1e-6 and r.settings["inner"] == "ipm"
+    g = cr.regulariser_value(r.X[:-1], pen, grp)  # recomputed without the package
+    loss = cr.hinge_loss_np(Phi, y, r.X)
+    obj = g + par * loss if method == "hinge-reg" else g
+    if method == "hinge-con":
+        assert loss <= par * (1 + 1e-9)  # the returned point is feasible
+    assert obj == pytest.approx(r.objective, rel=1e-9)
+    assert abs(obj - pstar) <= 1e-6 * abs(pstar)
+    assert (obj - pstar) / pstar <= r.rel_gap + 1e-8  # the certificate bounds the error
+
+
+def test_engine_stops_at_max_iter_and_at_the_deadline(random_problem):
+    Phi, y, K = random_problem(2, L=30, M=20, K=3, labels="random")
+    r = _solve(Phi, y, K, "hinge-reg", "l1inf", 3, 1.0, 1e-12, max_iter=3)
+    assert not r.converged and r.n_iter == 3 and np.isfinite(r.rel_gap)
+    op = MulticlassOperator(Phi, y, K)
+    geo = make_penalty("l1", None, 20, K)
+    eng = acc._interior_point(op, geo, "reg", 1.0, 1e-12, 100, 0.0, lambda *a: None)
+    eng.advance()
+    assert eng.finished and eng.status == "time" and eng.total == 0
+
+
+def test_engine_serves_only_linear_programs(random_problem):
+    Phi, y, K = random_problem(2, L=12, M=8, K=3)
+    for pen, grp in (("l12", 2), ("l2", None)):
+        with pytest.raises(ValueError, match="inner='ipm' solves l1 and l1inf"):
+            acc.hinge_reg(Phi, y, K, pen, grp, lam=1.0, inner="ipm")
+
+
+def test_engine_charges_its_iterations_to_the_work_clock(random_problem):
+    """Each iteration is charged its price (:func:`hinge_ipm.iteration_seconds`, with the
+    border it had), its products through the operator's meter: nothing else."""
+    Phi, y, K = random_problem(4, L=20, M=12, K=3, labels="random")
+    op = MulticlassOperator(Phi, y, K)
+    geo = make_penalty("l1inf", 3, 12, K)
+    clock = clk.WorkClock()
+    borders = []
+    eng = acc._interior_point(op, geo, "reg", 1.0, 1e-12, 4, None, lambda *a: None, clock=clock)
+    step = eng._iterate
+
+    def iterate():
+        out = step()
+        borders.append(len(eng.lp.bflat))
+        return out
+
+    eng._iterate = iterate
+    eng.advance()
+    assert eng.total == 4 == len(borders)
+    st = eng.lp.st
+    price = [hinge_ipm.iteration_seconds(20, 12, K, st.n_groups, True, border=b) for b in borders]
+    assert clock.seconds == pytest.approx(sum(price), rel=1e-12)
+
+
+def test_portfolio_runs_the_interior_point_where_it_is_predicted_cheap(random_problem, monkeypatch):
+    """In PDHG's place, from column generation's first slice on; with the prediction above
+    PORTFOLIO_IPM_MAX_S, PDHG as before."""
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
+    Phi, y, K = random_problem(5, L=60, M=40, K=4, labels="random")
+    r = acc.hinge_reg(Phi, y, K, "l1inf", 4, lam=0.3, tol=1e-6, inner="portfolio")
+    assert r.converged and set(r.settings["engine_work"]) == {"cg", "ipm"}
+    assert all(w > 0 for w in r.settings["engine_work"].values())
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", 0.0)
+    r2 = acc.hinge_reg(Phi, y, K, "l1inf", 4, lam=0.3, tol=1e-6, inner="portfolio")
+    assert r2.converged and set(r2.settings["engine_work"]) == {"cg", "pdhg"}
+    assert r2.objective == pytest.approx(r.objective, rel=2e-6)
+
+
+def test_portfolio_replaces_a_stalled_interior_point_by_pdhg(random_problem, monkeypatch):
+    monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
+    monkeypatch.setattr(hinge_ipm.InteriorPoint, "_iterate", lambda self: False)  # cannot factor
+    Phi, y, K = random_problem(5, L=60, M=40, K=4, labels="random")
+    r = acc.hinge_reg(Phi, y, K, "l1inf", 4, lam=0.3, tol=1e-6, inner="portfolio")
+    assert r.converged and r.settings["engine"] in ("cg", "pdhg")
+    assert set(r.settings["engine_work"]) == {"cg", "ipm", "pdhg"}
+    assert r.settings["engine_work"]["pdhg"] > 0
