@@ -9,6 +9,7 @@ or load. What are those prices on this machine, and how closely do the counted s
 the wall seconds? Answered by::
 
     python benchmarks/calibrate_work_clock.py [--data MIRROR] [--cap 30] [--large] [--json out.json]
+    python benchmarks/calibrate_work_clock.py --ipm-only   # the interior point's prices alone
 
 Each engine runs alone (``inner="cg"``, ``inner="pdhg"``, tol 1e-4, ``max_time=--cap``) on
 :mod:`bench_engines`' problems (``--large``: with MNIST's L = 5000 too, column generation
@@ -27,7 +28,12 @@ and each column generation run (rounds, LP and product time). Fitted by least sq
   likewise (``IPM_LOG``, HiGHS' with crossover; the solves of at least 10 iterations);
 * an iteration of the dense interior-point method (:mod:`sparsesvm.solvers.accelerated.ipm`):
   ``DENSE_IPM_ITER_S + DENSE_IPM_MADD_S x ipm.iteration_madds(rows, atoms)``;
-* a column generation round besides its LP and products: ``ROUND_S + ROUND_ENTRY_S L K``.
+* a column generation round besides its LP and products: ``ROUND_S + ROUND_ENTRY_S L K``;
+* an iteration of the interior point on the whole LP (:mod:`sparsesvm.solvers.accelerated.hinge_ipm`)
+  besides its products: ``HINGE_IPM_ITER_S + HINGE_IPM_MADD_S x hinge_ipm.iteration_madds +
+  HINGE_IPM_ENTRY_S (L(K-1))^2 + HINGE_IPM_WEIGHT_S M K``, from the runs of ``inner="ipm"``
+  (its first :data:`IPM_ITERATIONS` iterations) on :data:`IPM_SHAPES`' dense noisy problems
+  (:func:`bench_family.dense_noisy`) with l1, l1,inf with blocks of 10 and across classes.
 
 Prints the fitted prices beside the clock's, and per problem and engine the seconds the clock
 counts with its own prices over the wall seconds. One BLAS thread (:mod:`_harness`); the
@@ -40,13 +46,21 @@ import time
 
 import _harness as h  # one BLAS thread
 import bench_engines as be
+import bench_family as bf
 import numpy as np
 from scipy.optimize import nnls
 
 from sparsesvm.model import operator as opm
 from sparsesvm.solvers.accelerated import clock as clk
-from sparsesvm.solvers.accelerated import colgen, hinge
+from sparsesvm.solvers.accelerated import colgen, hinge, hinge_ipm
 from sparsesvm.solvers.accelerated.ipm import iteration_madds
+
+#: the interior point's problems (L, M, K): dense noisy, with rows L(K-1) from 80 to 1500
+IPM_SHAPES = [(40, 300, 3), (100, 500, 3), (150, 1200, 5), (60, 3969, 10), (30, 3969, 10),
+              (200, 1000, 5), (100, 2000, 8), (300, 2000, 5), (100, 3969, 10), (38, 7129, 3),
+              (400, 500, 4)]
+#: ... and its iterations timed on each (a run to a tolerance it does not reach)
+IPM_ITERATIONS = 12
 
 
 class Probe:
@@ -64,6 +78,7 @@ class Probe:
             self._wrap_product(name)
         self._wrap_pdhg()
         self._wrap_cg()
+        self._wrap_hinge_ipm()
 
     def _wrap_lp(self, name):
         f, probe = getattr(colgen._Master, name), self
@@ -126,6 +141,20 @@ class Probe:
 
         hinge._pdhg = timed
 
+    def _wrap_hinge_ipm(self):
+        f, probe, acc = hinge_ipm.InteriorPoint._iterate, self, self.products
+
+        def timed(eng):
+            p0, t0 = list(acc), time.perf_counter()
+            out = f(eng)
+            L, M, K, n_groups, within = eng._shape
+            probe.events.append(dict(ev="hinge_ipm", t=time.perf_counter() - t0,
+                                     prod_t=acc[2] - p0[2], L=L, M=M, K=K, n_groups=n_groups,
+                                     within=within, border=len(eng.lp.bflat)))
+            return out
+
+        hinge_ipm.InteriorPoint._iterate = timed
+
     def _wrap_cg(self):
         f, probe, acc = colgen._ColumnGeneration.advance, self, self.products
 
@@ -155,7 +184,17 @@ def counted(events, n_products, madds):
         elif e["ev"] == "cg":
             for _ in range(e["rounds"]):
                 c.round(e["L"], e["K"])
+        elif e["ev"] == "hinge_ipm":
+            c.charge(hinge_ipm.iteration_seconds(e["L"], e["M"], e["K"], e["n_groups"],
+                                                 e["within"], e["border"]))
     return c.seconds
+
+
+def _hinge_ipm_row(e):
+    """The interior point's price terms of one iteration: 1, madds, entries of S, weights."""
+    m = e["L"] * (e["K"] - 1)
+    return [1.0, hinge_ipm.iteration_madds(e["L"], e["M"], e["K"], e["n_groups"], e["within"],
+                                           e["border"]), float(m * m), float(e["M"] * e["K"])]
 
 
 def _nnls(A, b, weight=None):
@@ -175,12 +214,13 @@ def fit(runs):
     ev = [e for r in runs for e in r["events"]]
     out = {}
     pd = [e for e in ev if e["ev"] == "pdhg" and e["nit"] > 0]
-    A = np.array([[e["n_prod"], e["madds"]] for e in pd], float)
-    out["PRODUCT_CALL_S"], out["PRODUCT_S"] = _nnls(A, [e["prod_t"] for e in pd])
-    A = np.array([[1.0, e["L"] * e["K"], (e["M"] + 1) * e["K"], float(e["con"])] for e in pd])
-    rest = [(e["t"] - e["prod_t"]) / e["nit"] for e in pd]
-    (out["PDHG_ITER_S"], out["PDHG_DUAL_ENTRY_S"], out["PDHG_PRIMAL_ENTRY_S"],
-     out["PDHG_CON_S"]) = _nnls(A, rest, weight=np.sqrt([e["nit"] for e in pd]))
+    if pd:
+        A = np.array([[e["n_prod"], e["madds"]] for e in pd], float)
+        out["PRODUCT_CALL_S"], out["PRODUCT_S"] = _nnls(A, [e["prod_t"] for e in pd])
+        A = np.array([[1.0, e["L"] * e["K"], (e["M"] + 1) * e["K"], float(e["con"])] for e in pd])
+        rest = [(e["t"] - e["prod_t"]) / e["nit"] for e in pd]
+        (out["PDHG_ITER_S"], out["PDHG_DUAL_ENTRY_S"], out["PDHG_PRIMAL_ENTRY_S"],
+         out["PDHG_CON_S"]) = _nnls(A, rest, weight=np.sqrt([e["nit"] for e in pd]))
     for key, kind, count, least in (("SIMPLEX_LOG", ("_run_warm", "_run_cold"), "simplex", 100),
                                     ("IPM_LOG", ("_run_crossover", "_run_ipm"), "ipm", 10)):
         lp = [e for e in ev if e["ev"] == "lp" and e["kind"] in kind and e[count] >= least]
@@ -198,10 +238,16 @@ def fit(runs):
         A = np.array([[e["iterations"], e["iterations"] * iteration_madds(e["rows"], e["cols"])]
                       for e in dense], float)
         out["DENSE_IPM_ITER_S"], out["DENSE_IPM_MADD_S"] = _nnls(A, [e["t"] for e in dense])
+    hi = [e for e in ev if e["ev"] == "hinge_ipm"]
+    if len(hi) >= 4:
+        (out["HINGE_IPM_ITER_S"], out["HINGE_IPM_MADD_S"], out["HINGE_IPM_ENTRY_S"],
+         out["HINGE_IPM_WEIGHT_S"]) = _nnls([_hinge_ipm_row(e) for e in hi],
+                                            [e["t"] - e["prod_t"] for e in hi])
     cg = [e for e in ev if e["ev"] == "cg" and e["rounds"] > 0]
-    A = np.array([[e["rounds"], e["rounds"] * e["L"] * e["K"]] for e in cg], float)
-    rest = [e["t"] - e["lp_t"] - e["prod_t"] for e in cg]
-    out["ROUND_S"], out["ROUND_ENTRY_S"] = _nnls(A, rest)
+    if cg:
+        A = np.array([[e["rounds"], e["rounds"] * e["L"] * e["K"]] for e in cg], float)
+        rest = [e["t"] - e["lp_t"] - e["prod_t"] for e in cg]
+        out["ROUND_S"], out["ROUND_ENTRY_S"] = _nnls(A, rest)
     return {k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in out.items()}
 
 
@@ -213,10 +259,32 @@ def report(run):
           f"({run['counted_s'] / run['wall_s']:.2f})", flush=True)
 
 
+def ipm_runs(probe):
+    """The interior point's first :data:`IPM_ITERATIONS` iterations on each of
+    :data:`IPM_SHAPES` and penalties, timed (hinge-reg, lam 0.5)."""
+    rng = np.random.default_rng(0)
+    runs = []
+    for L, M, K in IPM_SHAPES:
+        Phi, y, K = bf.dense_noisy(rng, L, M, K)
+        for penalty, groups in (("l1", None), ("l1inf", 10), ("l1inf", "features")):
+            probe.events = []
+            p0 = list(probe.products)
+            r, seconds = h.timed(h.accelerated.hinge_reg, Phi, y, K, penalty, groups, lam=0.5,
+                                 tol=1e-12, max_iter=IPM_ITERATIONS, inner="ipm")
+            runs.append(dict(problem=f"dense-{L}x{M}x{K}", penalty=penalty, method="hinge-reg",
+                             inner="ipm", wall_s=seconds, rel_gap=float(r.rel_gap),
+                             events=probe.events, n_products=probe.products[0] - p0[0],
+                             madds=probe.products[1] - p0[1]))
+            report(runs[-1])
+    return runs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cap", type=float, default=30.0, help="seconds per engine and problem")
     ap.add_argument("--large", action="store_true", help="MNIST's L = 5000 as well")
+    ap.add_argument("--ipm-only", action="store_true",
+                    help="only the interior point's runs on IPM_SHAPES (its HINGE_IPM_* prices)")
     ap.add_argument("--only", nargs="+", default=None,
                     help="keep the problems whose name contains any of these, e.g. digits dense")
     ap.add_argument("--runs", default=None,
@@ -235,7 +303,7 @@ def main(argv=None):
     if not args.runs:
         h.load_kernels()  # before the first timed run
         probe.install()
-    cases = [] if args.runs else (
+    cases = [] if args.runs or args.ipm_only else (
         be.cases(args.data) + (be.cases(args.data, large=True) if args.large else []))
     for name, Phi, y, K, penalty, groups, method, par in cases:
         if args.only and not any(s in name for s in args.only):
@@ -252,7 +320,11 @@ def main(argv=None):
                              n_products=probe.products[0] - p0[0],
                              madds=probe.products[1] - p0[1]))
             report(runs[-1])
+    if not args.runs and not args.only:
+        runs += ipm_runs(probe)
     prices = fit(runs)
+    if args.ipm_only:
+        prices = {k: v for k, v in prices.items() if k.startswith("HINGE_IPM")}
     print("\n| price | clock.py | fitted here |\n|---|---|---|")
     for key, value in prices.items():
         if key.endswith("_spread"):

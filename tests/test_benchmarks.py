@@ -455,6 +455,15 @@ def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
         rounds = int(rng.integers(3, 60))
         events.append(dict(ev="cg", t=1.0 + rounds * (3e-3 + 2e-6 * L * K), lp_t=1.0, prod_t=0.0,
                            rounds=rounds, L=L, K=K, madds=0.0, n_prod=0))
+    hinge_ipm = cal.hinge_ipm
+    for _ in range(16):
+        L, M, K = int(rng.integers(20, 400)), int(rng.integers(100, 8000)), int(rng.integers(3, 11))
+        n_groups, within, border = int(rng.integers(0, 3000)), bool(rng.integers(2)), int(rng.integers(0, 500))
+        m = L * (K - 1)
+        rest = (2e-3 + 6e-11 * hinge_ipm.iteration_madds(L, M, K, n_groups, within, border)
+                + 2e-8 * m * m + 4e-7 * M * K)
+        events.append(dict(ev="hinge_ipm", t=rest + 0.01, prod_t=0.01, L=L, M=M, K=K,
+                           n_groups=n_groups, within=within, border=border))
     prices = cal.fit([{"events": events}])
     assert prices["SIMPLEX_LOG"] == pytest.approx(list(simplex), abs=2e-3)
     assert prices["IPM_LOG"] == pytest.approx(list(ipm), abs=2e-3)
@@ -462,7 +471,9 @@ def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
     for key, value in (("PRODUCT_CALL_S", 2e-5), ("PRODUCT_S", 3e-10), ("PDHG_ITER_S", 1e-4),
                        ("PDHG_DUAL_ENTRY_S", 4e-8), ("PDHG_PRIMAL_ENTRY_S", 1e-8),
                        ("PDHG_CON_S", 3e-4), ("ROUND_S", 3e-3), ("ROUND_ENTRY_S", 2e-6),
-                       ("DENSE_IPM_ITER_S", 2e-3), ("DENSE_IPM_MADD_S", 7e-11)):
+                       ("DENSE_IPM_ITER_S", 2e-3), ("DENSE_IPM_MADD_S", 7e-11),
+                       ("HINGE_IPM_ITER_S", 2e-3), ("HINGE_IPM_MADD_S", 6e-11),
+                       ("HINGE_IPM_ENTRY_S", 2e-8), ("HINGE_IPM_WEIGHT_S", 4e-7)):
         assert prices[key] == pytest.approx(value, rel=1e-6), key
     # counted: the clock's prices applied to the counts, in closed form
     c = cal.clk
@@ -482,5 +493,13 @@ def test_calibrate_work_clock_fits_known_prices_and_counts_as_the_clock():
                            for e in events if e["ev"] == "cg") + sum(
         e["iterations"] * (c.DENSE_IPM_ITER_S + c.DENSE_IPM_MADD_S
                            * (e["rows"] ** 2 * e["cols"] / 2 + e["rows"] ** 3 / 6))
-        for e in events if e["ev"] == "dense")
+        for e in events if e["ev"] == "dense") + sum(
+        c.HINGE_IPM_ITER_S + c.HINGE_IPM_ENTRY_S * (e["L"] * (e["K"] - 1)) ** 2
+        + c.HINGE_IPM_WEIGHT_S * e["M"] * e["K"] + c.HINGE_IPM_MADD_S * (
+            e["K"] * e["L"] ** 2 * e["M"] / 2 + (e["L"] ** 2 if e["within"] else (e["K"] * e["L"]) ** 2)
+            * e["n_groups"] / 2 + (e["L"] * (e["K"] - 1)) ** 3 / 6
+            + (e["L"] * (e["K"] - 1)) ** 2 * (e["L"] + e["K"] + e["border"]) / 2
+            + e["L"] * (e["K"] - 1) * (e["L"] + e["K"] + e["border"]) ** 2 / 2
+            + (e["L"] + e["K"] + e["border"]) ** 3 / 6)
+        for e in events if e["ev"] == "hinge_ipm")
     assert cal.counted(events, n_prod, madds) == pytest.approx(expect, rel=1e-9)

@@ -56,15 +56,15 @@ IPM_LOG = (-15.737, 1.463, -0.655, -0.076)
 #: multiply-add of its normal matrix and factor (:func:`.ipm.iteration_madds`)
 DENSE_IPM_ITER_S = 2.0e-3
 DENSE_IPM_MADD_S = 7.0e-11
-#: an iteration of the interior-point engine on the whole LP (:mod:`.hinge_ipm`) besides its
+#: an iteration of the interior point on the whole LP (:mod:`.hinge_ipm`) besides its
 #: products: a fixed part, per multiply-add (:func:`.hinge_ipm.iteration_madds`), per entry of
-#: its L(K-1)-square matrix S and per weight (33 runs of 7 to 12 iterations on dense noisy
-#: problems of 40-400 samples, 300-7129 features, 3-10 classes, l1 and l1,inf with blocks of
-#: 10 and across classes: the counted seconds 0.80 to 1.53 of the wall seconds)
-HINGE_IPM_ITER_S = 2.13e-3
-HINGE_IPM_MADD_S = 6.63e-11
-HINGE_IPM_ENTRY_S = 1.66e-8
-HINGE_IPM_WEIGHT_S = 3.81e-7
+#: its L(K-1)-square matrix S and per weight (``calibrate_work_clock.py --ipm-only``: the
+#: first 12 iterations of 33 runs on dense noisy problems of 30-400 samples, 300-7129
+#: features, 3-10 classes, l1 and l1,inf with blocks of 10 and across classes)
+HINGE_IPM_ITER_S = 3.26e-3
+HINGE_IPM_MADD_S = 6.26e-11
+HINGE_IPM_ENTRY_S = 2.17e-8
+HINGE_IPM_WEIGHT_S = 4.54e-7
 
 
 def _power_law(coef, nnz, rows, cols):

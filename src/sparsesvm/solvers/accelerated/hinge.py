@@ -5,7 +5,7 @@ solved to a *certified* accuracy: every stop is decided by the relative
 duality gap of the full problem (:mod:`sparsesvm.model.certificates`), so the
 result is the exact-hinge optimum to the stated tolerance.
 
-Four inner engines and a portfolio of two (option ``inner``; the default ``"auto"`` takes
+Five inner engines and a portfolio of two (option ``inner``; the default ``"auto"`` takes
 ``"portfolio"`` for l1 and l1inf, ``"cg"`` for l12 with groups of at most
 :data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge
 rows L(K-1), or with groups of at most :data:`L12_CG_MAX_GROUP_WIDE` entries
@@ -47,7 +47,15 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   multiplier (see :mod:`sparsesvm.solvers.accelerated.l2dual`); compiled with numba when
   installed. Its cost grows with L like a pass over the data per sweep,
   not with (L(K-1))^2 as the dual QP's.
-* ``"portfolio"`` (l1, l12, l1inf): ``"cg"`` and ``"pdhg"`` **in turns**
+* ``"ipm"`` (l1, l1inf): an **interior-point method on the whole LP** in sample space
+  (:mod:`~sparsesvm.solvers.accelerated.hinge_ipm`): Mehrotra's predictor-corrector
+  iterations, each a factor of an L(K-1)-square matrix assembled from the K class Gram
+  matrices; 12 to 50 iterations to a certified 1e-4, whatever the number of support vectors,
+  at a cost per iteration known from the problem's size
+  (:func:`~sparsesvm.solvers.accelerated.hinge_ipm.predicted_seconds`).
+* ``"portfolio"`` (l1, l12, l1inf): ``"cg"`` and ``"pdhg"`` **in turns**, or for l1 and
+  l1inf ``"cg"`` and ``"ipm"`` where the interior point is predicted to take at most
+  :data:`PORTFOLIO_IPM_MAX_S` seconds (PDHG replaces it if it stalls)
   (:class:`_Portfolio`): column generation alone for :data:`PORTFOLIO_FIRST_SLICE`
   seconds, then turns that double each engine's total time, each engine resuming where
   it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
@@ -95,6 +103,7 @@ and hinge-con.
 This module is the driver (options, engine choice, history, the working-set
 loop, the public :func:`hinge_reg` and :func:`hinge_con`); the engines are
 :mod:`~sparsesvm.solvers.accelerated.colgen`,
+:mod:`~sparsesvm.solvers.accelerated.hinge_ipm`,
 :mod:`~sparsesvm.solvers.accelerated.qp`,
 :mod:`~sparsesvm.solvers.accelerated.l2dual` and
 :mod:`~sparsesvm.solvers.accelerated.pdhg`.
@@ -165,7 +174,7 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: PORTFOLIO_IPM_FIRST_SLICE; PDHG replaces it if it stops short of tol (it stalls where its
 #: Newton systems grow too ill-conditioned: measured on real MNIST scattering features)
 PORTFOLIO_IPM_MAX_S = 1.0
-PORTFOLIO_IPM_FIRST_SLICE = 0.5
+PORTFOLIO_IPM_FIRST_SLICE = 0.1
 
 #: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
 #: turn, would reach tol within PORTFOLIO_EXTEND times its own time so far keeps its turn, in
@@ -881,9 +890,10 @@ def hinge_reg(Phi, y_idx, n_classes, penalty="l1", groups=None, lam=1.0, tol=1e-
         With ``trace``, also record ``rel_dist`` = ||X_i - ref|| / ||ref||.
     **options
         Override :data:`DEFAULTS`: inner ("auto"; "cg": column generation
-        with an LP master, l1, l12 and l1inf; "qp": dual QP, l2 only;
-        "dcd": dual coordinate descent, l2 only; "pdhg"; "portfolio": "cg"
-        and "pdhg" in turns, l1, l12 and l1inf; see the module docstring), restart
+        with an LP master, l1, l12 and l1inf; "ipm": interior point on the whole
+        LP, l1 and l1inf; "qp": dual QP, l2 only; "dcd": dual coordinate descent,
+        l2 only; "pdhg"; "portfolio": "cg" and "pdhg" (or "ipm") in turns, l1, l12
+        and l1inf; see the module docstring), restart
         ("halpern"|"none"), primal_weight (bool), precondition
         ("none"|"diag"), working_set (bool), reflection (float in [0, 1]),
         check_every (int).
