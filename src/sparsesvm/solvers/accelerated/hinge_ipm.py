@@ -9,28 +9,36 @@ For l1 and l1,inf both problems are linear programs. With the group bounds t_g
           xi >= 0;  W, b, t free
 
 and hinge-con minimises ``sum_g t_g`` with one more row ``sum_l xi_l <= eta`` (l1: every
-weight its own group). :func:`interior_point_hinge` solves it by Mehrotra's
-predictor-corrector method (Mehrotra 1992; Wright, *Primal-Dual Interior-Point
-Methods*, 1997, ch. 10) from an infeasible start, and stops on the certified gap of
-:mod:`sparsesvm.model.certificates` at its iterates, like every accelerated engine.
+weight its own group). :class:`InteriorPoint` solves it by Mehrotra's predictor-corrector
+method (Mehrotra 1992; Wright, *Primal-Dual Interior-Point Methods*, 1997, ch. 10) from an
+infeasible start, and stops on the certified gap of :mod:`sparsesvm.model.certificates` at
+its iterates, like every accelerated engine: at the requested tolerance, not at the LP's
+optimum.
 
 Its Newton system ``(A^T D A + Z / xi) dx = g`` (D = y / s for every row) is solved in
-*sample space*: the bound rows' part is block-diagonal, one arrow block per group (its
-weights and t_g), inverted in closed form; the hinge rows (and hinge-con's constraint) are
-added by the Woodbury identity, which leaves the symmetric positive definite matrix
+*sample space*: the bound rows' part P is block-diagonal, one arrow block per group (its
+weights and t_g), inverted in closed form; the hinge rows are added by the Woodbury
+identity, which leaves the symmetric positive definite matrix
 
-    S = A_u P^{-1} A_u^T + diag(s / y)      (L(K-1) (+1) rows)
+    S = A_W P^{-1} A_W^T + diag(s / y)      (L(K-1) rows)
 
-to factor (Cholesky), and the free biases their K x K Schur complement (least squares:
-the biases are determined up to a common shift). ``A_u P^{-1} A_u^T`` is assembled from
-the K class Gram matrices ``Phi diag(d_c) Phi^T`` (BLAS ``syrk``) by the hinge rows'
-difference pattern ``e_k - e_{z_l}``, and the groups' rank-one terms. An iteration then
-costs about ``K L^2 M / 2 + (L(K-1))^3 / 6`` multiply-adds (:func:`iteration_madds`),
-whatever the number of support vectors: cheap where L(K-1) is a few hundred and the
-features many (the dense noisy problems of ``benchmarks/bench_family.py``, where column
-generation's masters grow with the support vectors and PDHG needs thousands of
-iterations), dear for large L, where the other engines take over
-(:func:`predicted_seconds`, used by the accelerated solver's engine choice).
+to factor (Cholesky). ``A_W P^{-1} A_W^T`` is assembled from the K class Gram matrices
+``Phi diag(d_c) Phi^T`` (BLAS ``syrk``) by the hinge rows' difference pattern
+``e_k - e_{z_l}``, and the groups' rank-one terms. A *border* of columns is solved apart
+through S, in a small dense system F: the hinge values xi and the biases (the biases have a
+common-shift null direction, closed by a rank-one term), and, once they stand out, the
+weights of the groups with the largest bounds (at most :data:`BORDER_MAX`): near the
+optimum their arrow blocks are nearly singular (a weight at its group's bound moves freely
+with the bound) and through P^{-1} the Woodbury identity cancelled huge terms (measured: the
+iterations then stalled at certified gaps of 1e-5 to 1e-4). Hinge-con's row enters F by its
+scalar Schur complement. The factor holds a small primal regularisation of the weights
+(:data:`PRIMAL_REGULARISATION`); each direction is refined against the unregularised
+system, applied by products. An iteration costs about ``K L^2 M / 2 + (L(K-1))^3 / 6``
+multiply-adds (:func:`iteration_madds`), whatever the number of support vectors: cheap where
+L(K-1) is a few hundred and the features many (the dense noisy problems of
+``benchmarks/bench_family.py``, where column generation's masters grow with the support
+vectors and PDHG needs thousands of iterations), dear for large L, where the other engines
+take over (:func:`predicted_seconds`, used by the accelerated solver's engine portfolio).
 """
 
 import time
@@ -40,8 +48,10 @@ import scipy.linalg as sl
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
 
-__all__ = ["InteriorPoint", "interior_point_hinge", "iteration_madds", "iteration_seconds",
-           "predicted_seconds"]
+from . import clock as prices
+from .clock import WALL
+
+__all__ = ["InteriorPoint", "iteration_madds", "iteration_seconds", "predicted_seconds"]
 
 #: fraction of the largest step to the boundary taken (Mehrotra's heuristic's usual value)
 STEP_FRACTION = 0.995
@@ -83,12 +93,10 @@ def iteration_seconds(L, M, K, n_groups=0, within_class=True, border=0):
     """The price of one iteration on the reference machine besides its products with Phi
     (:mod:`~sparsesvm.solvers.accelerated.clock`'s ``HINGE_IPM_*`` prices: per iteration,
     per multiply-add of :func:`iteration_madds`, per entry of S and per weight)."""
-    from . import clock
-
     m = L * (K - 1)
-    return (clock.HINGE_IPM_ITER_S
-            + clock.HINGE_IPM_MADD_S * iteration_madds(L, M, K, n_groups, within_class, border)
-            + clock.HINGE_IPM_ENTRY_S * m * m + clock.HINGE_IPM_WEIGHT_S * M * K)
+    return (prices.HINGE_IPM_ITER_S
+            + prices.HINGE_IPM_MADD_S * iteration_madds(L, M, K, n_groups, within_class, border)
+            + prices.HINGE_IPM_ENTRY_S * m * m + prices.HINGE_IPM_WEIGHT_S * M * K)
 
 
 def predicted_seconds(L, M, K, n_groups=0, within_class=True):
@@ -573,8 +581,6 @@ class InteriorPoint:
                  clock=None):
         if geo.name not in ("l1", "l1inf"):
             raise ValueError(f"the interior-point engine solves l1 and l1inf, not {geo.name!r}")
-        from .clock import WALL
-
         self.lp = _HingeLP(op, geo, kind, par)
         self.tol, self.max_iter, self.deadline = tol, int(max_iter), deadline
         self.record, self.certify = record, certify
@@ -655,21 +661,3 @@ class InteriorPoint:
         for k in ("yh", "y1", "y2", "z") + (("yc",) if lp.con else ()):
             v[k] = v[k] + ad * d[k]
         return True
-
-
-def interior_point_hinge(op, geo, kind, par, tol, max_iter, deadline, record, certify):
-    """Solve hinge-reg / hinge-con for l1 and l1inf by the interior-point method, alone
-    (:class:`InteriorPoint`'s parameters).
-
-    Returns
-    -------
-    X : ndarray (M + 1, K)
-    Y : ndarray (L, K)
-    best : GapResult
-    n_iter : int
-    converged : bool
-    status : str
-    """
-    eng = InteriorPoint(op, geo, kind, par, tol, max_iter, deadline, record, certify)
-    eng.advance()
-    return eng.X, eng.Y, eng.best, eng.total, eng.converged, eng.status
