@@ -560,7 +560,6 @@ def _second_engine(monkeypatch, second):
     tests' small problems) or PDHG (its prediction limit set below any prediction); turns of a
     millisecond from the first on."""
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
-    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
     if second == "pdhg":
         monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", -1.0)
 

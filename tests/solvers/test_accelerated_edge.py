@@ -96,7 +96,6 @@ def test_engine_on_awkward_input(case, method, engine, pen, grp, monkeypatch):
     # generation and the interior point on these small problems; "portfolio-pdhg": with PDHG,
     # the interior point's prediction set above its limit)
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
-    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
     if engine == "portfolio-pdhg":
         monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", 0.0)
         engine = "portfolio"

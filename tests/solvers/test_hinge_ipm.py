@@ -176,7 +176,6 @@ def test_portfolio_runs_the_interior_point_where_it_is_predicted_cheap(random_pr
     """In PDHG's place, from column generation's first slice on; with the prediction above
     PORTFOLIO_IPM_MAX_S, PDHG as before."""
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
-    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
     Phi, y, K = random_problem(5, L=60, M=40, K=4, labels="random")
     r = acc.hinge_reg(Phi, y, K, "l1inf", 4, lam=0.3, tol=1e-6, inner="portfolio")
     assert r.converged and set(r.settings["engine_work"]) == {"cg", "ipm"}
@@ -189,10 +188,44 @@ def test_portfolio_runs_the_interior_point_where_it_is_predicted_cheap(random_pr
 
 def test_portfolio_replaces_a_stalled_interior_point_by_pdhg(random_problem, monkeypatch):
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
-    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST_SLICE", 1e-3)
     monkeypatch.setattr(hinge_ipm.InteriorPoint, "_iterate", lambda self: False)  # cannot factor
     Phi, y, K = random_problem(5, L=60, M=40, K=4, labels="random")
     r = acc.hinge_reg(Phi, y, K, "l1inf", 4, lam=0.3, tol=1e-6, inner="portfolio")
     assert r.converged and r.settings["engine"] in ("cg", "pdhg")
     assert set(r.settings["engine_work"]) == {"cg", "ipm", "pdhg"}
     assert r.settings["engine_work"]["pdhg"] > 0
+
+
+def test_portfolio_first_slice_is_a_share_of_the_interior_points_prediction(random_problem,
+                                                                             monkeypatch):
+    """Column generation runs alone for PORTFOLIO_IPM_FIRST_SHARE of the interior point's
+    predicted time (at most PORTFOLIO_FIRST_SLICE); above PORTFOLIO_IPM_MAX_S, PDHG is the
+    second engine and the first slice PORTFOLIO_FIRST_SLICE."""
+    Phi, y, K = random_problem(1, M=6)
+    made = []
+
+    class Scripted:  # column generation: certified at the end of its first turn
+        def __init__(self, *a, clock=None, **k):
+            self.clock, self.best, self.rounds = clock, None, 1
+            self.converged = self.finished = False
+            self.X, self.Y = np.zeros((7, K)), np.zeros((len(y), K))
+
+        def advance(self, until):
+            self.clock.charge(until - self.clock.now())
+            self.best = type("Gap", (), dict(primal=1.0, dual=1.0, gap=0.0, rel_gap=0.0,
+                                             theta=None))()
+            self.converged = self.finished = True
+
+    def second(*a, **k):
+        made.append(a)
+        return Scripted(clock=k.get("clock"))
+
+    monkeypatch.setattr(acc, "_ColumnGeneration", Scripted)
+    monkeypatch.setattr(acc, "_interior_point", second)
+    for predicted, first, lane in ((0.4, 0.1, "ipm"), (0.9, 0.225, "ipm"), (4.0, 0.5, "pdhg")):
+        monkeypatch.setattr(acc, "_ipm_predicted", lambda op, geo, p=predicted: p)
+        r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
+        assert r.settings["engine"] == "cg"
+        assert r.settings["engine_work"]["cg"] == pytest.approx(first, rel=1e-12)
+        assert set(r.settings["engine_work"]) == {"cg", lane}
+    assert acc.PORTFOLIO_IPM_FIRST_SHARE == 0.25 and acc.PORTFOLIO_FIRST_SLICE == 0.5

@@ -57,7 +57,8 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   l1inf ``"cg"`` and ``"ipm"`` where the interior point is predicted to take at most
   :data:`PORTFOLIO_IPM_MAX_S` seconds (PDHG replaces it if it stalls)
   (:class:`_Portfolio`): column generation alone for :data:`PORTFOLIO_FIRST_SLICE`
-  seconds, then turns that double each engine's total time, each engine resuming where
+  seconds (with the interior point, :data:`PORTFOLIO_IPM_FIRST_SHARE` of its predicted
+  time, if less), then turns that double each engine's total time, each engine resuming where
   it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
   keeps its turn (:data:`PORTFOLIO_EXTEND`), while PDHG, trailing, whose gap predicts a finish
   long after column generation's time so far runs only a share of that time
@@ -171,10 +172,13 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: PORTFOLIO_IPM_MAX_S seconds (:func:`~sparsesvm.solvers.accelerated.hinge_ipm.predicted_seconds`:
 #: its iterations' cost is known from the problem's size, unlike column generation's or
 #: PDHG's), it takes PDHG's place in the turns, and column generation's first slice is
-#: PORTFOLIO_IPM_FIRST_SLICE; PDHG replaces it if it stops short of tol (it stalls where its
-#: Newton systems grow too ill-conditioned: measured on real MNIST scattering features)
+#: PORTFOLIO_IPM_FIRST_SHARE of that prediction (at most PORTFOLIO_FIRST_SLICE): a problem
+#: that column generation certifies within it never starts the interior point, and one
+#: that the interior point certifies takes at most that share longer than it alone, plus
+#: the turns. PDHG replaces it if it stops short of tol (it stalls where its Newton systems
+#: grow too ill-conditioned to go on)
 PORTFOLIO_IPM_MAX_S = 1.0
-PORTFOLIO_IPM_FIRST_SLICE = 0.1
+PORTFOLIO_IPM_FIRST_SHARE = 0.25
 
 #: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
 #: turn, would reach tol within PORTFOLIO_EXTEND times its own time so far keeps its turn, in
@@ -654,11 +658,12 @@ class _Portfolio:
             return lane, ws
 
         first = PORTFOLIO_FIRST_SLICE
-        if _ipm_predicted(op, geo) <= PORTFOLIO_IPM_MAX_S:  # the interior point in PDHG's place
+        predicted = _ipm_predicted(op, geo)
+        if predicted <= PORTFOLIO_IPM_MAX_S:  # the interior point in PDHG's place
             lane = _Lane("ipm", recorder, shared, clock)
             second = (lane, _interior_point(op, geo, kind, par, tol, max_iter, deadline,
                                             lane.engine_record, clock=clock))
-            first = PORTFOLIO_IPM_FIRST_SLICE
+            first = min(first, PORTFOLIO_IPM_FIRST_SHARE * predicted)
         else:
             second = pdhg()
         lanes = [(cg_lane, cg), second]
