@@ -43,7 +43,8 @@ For each (problem, penalty, method), in the same process:
 * the accelerated solver, ``inner="auto"``, tol = 1e-4, ``max_time=--cap``: wall time of
   the call, certified gap, engine chosen, objective;
 * the other engine forced (``"pdhg"`` where auto took ``"cg"``, or where the portfolio of
-  l1 and l1,inf returned column generation's point, and conversely), tol =
+  l1 and l1,inf returned column generation's point, ``"cg"`` otherwise: where it returned
+  PDHG's or the interior point's), tol =
   1e-4, capped at min(--cap, max(5 s, Clarabel's wall time)): beyond that it has lost
   anyway (``--no-forced`` skips it).
 
