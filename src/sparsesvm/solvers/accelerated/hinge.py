@@ -50,7 +50,8 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
 * ``"ipm"`` (l1, l1inf): an **interior-point method on the whole LP** in sample space
   (:mod:`~sparsesvm.solvers.accelerated.hinge_ipm`): Mehrotra's predictor-corrector
   iterations, each a factor of an L(K-1)-square matrix assembled from the K class Gram
-  matrices; 12 to 50 iterations to a certified 1e-4, whatever the number of support vectors,
+  matrices; 12 to 48 iterations to a certified 1e-4 (measured: ``bench_family.py``'s
+  problems, real MNIST features), whatever the number of support vectors,
   at a cost per iteration known from the problem's size
   (:func:`~sparsesvm.solvers.accelerated.hinge_ipm.predicted_seconds`).
 * ``"portfolio"`` (l1, l12, l1inf): ``"cg"`` and ``"pdhg"`` **in turns**, or for l1 and

@@ -72,8 +72,9 @@ STALL_ITERATIONS = 6
 #: at most as many as there are hinge rows)
 BORDER_REL = 1e-2
 BORDER_MAX = 500
-#: iterations assumed by :func:`predicted_seconds`: measured, 12-21 on
-#: ``benchmarks/bench_family.py``'s dense noisy problems at tol 1e-4, 16-51 on its MNIST-like ones
+#: iterations assumed by :func:`predicted_seconds`: measured at tol 1e-4 (398d4cc), 12-21 on
+#: ``benchmarks/bench_family.py``'s dense noisy problem, 30-45 on its MNIST-like one (l1,inf),
+#: 39 and 48 alone on real MNIST features (L = 100 and 30, l1,inf with the 81 channels)
 PREDICTED_ITERATIONS = 30
 
 
