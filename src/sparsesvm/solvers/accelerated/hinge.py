@@ -125,7 +125,7 @@ from . import highs
 from . import l2dual as _l2dual
 from .clock import WALL, WorkClock
 from .colgen import _column_generation, _ColumnGeneration
-from .hinge_ipm import InteriorPoint, predicted_seconds
+from .hinge_ipm import InteriorPoint, cost_shape, predicted_seconds
 from .pdhg import _pdhg, _Problem, load_kernels
 from .qp import QP_MAX_VARS, QP_TIME_LIMIT, _best_biases, _l2_dual_qp
 
@@ -503,16 +503,14 @@ def _interior_point(op, geo, kind, par, tol, max_iter, deadline, record, clock=N
     """The interior-point engine (:class:`~sparsesvm.solvers.accelerated.hinge_ipm.InteriorPoint`)
     on the full problem, certifying with :func:`_full_gap`."""
     return InteriorPoint(op, geo, kind, par, tol, max_iter, deadline, record,
-                         lambda X, Y: _full_gap(op, geo, kind, par, X, Y), clock=clock)
+                         lambda X, Y, TX: _full_gap(op, geo, kind, par, X, Y, TX=TX), clock=clock)
 
 
 def _ipm_predicted(op, geo):
     """The interior-point engine's predicted seconds on this problem (l1 and l1inf), else inf."""
     if geo.name not in ("l1", "l1inf"):
         return np.inf
-    L, M = op.Phi.shape
-    n1, s, n2 = geo.group_shape
-    return predicted_seconds(L, M, op.n_classes, n1 * n2 if s > 1 else 0, n2 == op.n_classes)
+    return predicted_seconds(*cost_shape(op, geo))
 
 
 class _Lane:

@@ -50,11 +50,11 @@ from scipy.linalg.blas import dsyrk
 
 from . import clock as prices
 from .clock import WALL
+from .ipm import STEP_FRACTION, _step_to_boundary
 
-__all__ = ["InteriorPoint", "iteration_madds", "iteration_seconds", "predicted_seconds"]
+__all__ = ["InteriorPoint", "cost_shape", "iteration_madds", "iteration_seconds",
+           "predicted_seconds"]
 
-#: fraction of the largest step to the boundary taken (Mehrotra's heuristic's usual value)
-STEP_FRACTION = 0.995
 #: S's diagonal is multiplied by 1 + REGULARISATION (each entry relative to itself: near the
 #: optimum s / y spreads over many orders of magnitude, and a shift relative to the largest
 #: entry swamped the active rows)
@@ -100,6 +100,15 @@ def iteration_seconds(L, M, K, n_groups=0, within_class=True, border=0):
             + prices.HINGE_IPM_ENTRY_S * m * m + prices.HINGE_IPM_WEIGHT_S * M * K)
 
 
+def cost_shape(op, geo):
+    """``(L, M, K, n_groups, within_class)`` of :func:`iteration_madds` for the problem: the
+    groups of more than one weight (none for l1), each in one class (blocks, l1) or across
+    classes (``"features"``), from the penalty's group layout."""
+    L, M = op.Phi.shape
+    n1, s, n2 = geo.group_shape
+    return L, M, op.n_classes, n1 * n2 if s > 1 else 0, n2 == op.n_classes
+
+
 def predicted_seconds(L, M, K, n_groups=0, within_class=True):
     """Seconds that :data:`PREDICTED_ITERATIONS` iterations take on the reference machine
     (without a border of weights)."""
@@ -109,12 +118,6 @@ def predicted_seconds(L, M, K, n_groups=0, within_class=True):
 def _norm(parts):
     """Euclidean norm of a list of arrays."""
     return float(np.sqrt(sum(np.vdot(x, x) for x in parts)))
-
-
-def _step_to_boundary(v, dv):
-    """Largest a <= 1 with v + a dv >= 0 (v > 0), over all entries."""
-    neg = dv < 0
-    return min(1.0, float(np.min(-v[neg] / dv[neg]))) if neg.any() else 1.0
 
 
 class _Structure:
@@ -130,10 +133,9 @@ class _Structure:
         Every group lies in one class (the groups' terms stay in the class Gram blocks).
     li, ki, zi : int ndarray (m,)
         Sample, class and sample's label of each hinge row (row-major over (L, K)).
-    C : csr_matrix (m, K L)
-        Row (l, k): +1 at (k, l), -1 at (z_l, l).
-    Ab : ndarray (m, K)
-        The hinge rows' bias columns ``e_k - e_{z_l}``.
+    B0 : ndarray (m, L + K)
+        The hinge rows' columns of xi and of the biases (``e_k - e_{z_l}``): the border's
+        fixed part.
     """
 
     def __init__(self, op, geo):
@@ -145,35 +147,37 @@ class _Structure:
         self.gid = np.ascontiguousarray(geo.from_groups(np.broadcast_to(flat, geo.group_shape)),
                                         dtype=np.intp)
         self.size = s
-        cls = np.broadcast_to(np.arange(K), (M, K))
-        gclass = np.empty(self.n_groups, dtype=np.intp)
-        gclass[self.gid.ravel()] = cls.ravel()
-        self.within_class = bool(np.all(gclass[self.gid] == cls))
+        self.within_class = n2 == K  # blocks and l1: (n1, s, K); "features": (M, K, 1)
+        self.gclass = np.arange(self.n_groups) % n2  # a within-class group's class
         self.off = op.R > 0
         self.li, self.ki = np.nonzero(self.off)
         self.r = op.R[self.off]  # the margins (1)
         self.zi = op.y_idx[self.li]
         m = len(self.li)
-        rows = np.repeat(np.arange(m), 2)
-        cols = np.stack([self.ki * L + self.li, self.zi * L + self.li], axis=1).ravel()
-        self.C = sp.csr_matrix((np.tile([1.0, -1.0], m), (rows, cols)), shape=(m, K * L))
-        self.Ab = np.zeros((m, K))
-        self.Ab[np.arange(m), self.ki] += 1.0
-        self.Ab[np.arange(m), self.zi] -= 1.0
-        # per class k: the rows (l, k) (+1 on class k's weights) and (l, k') with z_l = k (-1)
-        self.plus = [np.flatnonzero(self.ki == k) for k in range(K)]
-        self.minus = [np.flatnonzero(self.zi == k) for k in range(K)]
-        self.gclass = gclass
-        # S's class-Gram part, entry by entry: S.flat[dest] += sign * grams.flat[src] (the
-        # four blocks of each class: rows (l, k) and rows of class-k samples)
-        dest, src, sign = [], [], []
-        for k in range(K):
-            for R1, s1 in ((self.plus[k], 1.0), (self.minus[k], -1.0)):
-                for R2, s2 in ((self.plus[k], 1.0), (self.minus[k], -1.0)):
-                    dest.append((R1[:, None] * m + R2[None, :]).ravel())
-                    src.append((k * L * L + self.li[R1][:, None] * L + self.li[R2][None, :]).ravel())
-                    sign.append(np.full(len(R1) * len(R2), s1 * s2))
-        self.assembly = (np.concatenate(dest), np.concatenate(src), np.concatenate(sign))
+        Ab = np.zeros((m, K))
+        Ab[np.arange(m), self.ki] += 1.0
+        Ab[np.arange(m), self.zi] -= 1.0
+        # the border's fixed columns: the hinge values xi (-1) and the biases (e_k - e_{z_l})
+        self.B0 = np.hstack([-(self.li[:, None] == np.arange(L)[None, :]).astype(float), Ab])
+        if self.within_class:
+            # S's class-Gram part, entry by entry: S.flat[dest] += sign * grams.flat[src]
+            # (the four blocks of each class k: the rows (l, k), +1 on class k's weights, and
+            # the rows of class-k samples, -1)
+            dest, src, sign = [], [], []
+            for k in range(K):
+                plus, minus = np.flatnonzero(self.ki == k), np.flatnonzero(self.zi == k)
+                for R1, s1 in ((plus, 1.0), (minus, -1.0)):
+                    for R2, s2 in ((plus, 1.0), (minus, -1.0)):
+                        dest.append((R1[:, None] * m + R2[None, :]).ravel())
+                        src.append((k * L * L + self.li[R1][:, None] * L
+                                    + self.li[R2][None, :]).ravel())
+                        sign.append(np.full(len(R1) * len(R2), s1 * s2))
+            self.assembly = (np.concatenate(dest), np.concatenate(src), np.concatenate(sign))
+        else:  # the classes' Gram blocks coupled: S = C G C^T, row (l, k) of C +1 at (k, l),
+            # -1 at (z_l, l)
+            rows = np.repeat(np.arange(m), 2)
+            cols = np.stack([self.ki * L + self.li, self.zi * L + self.li], axis=1).ravel()
+            self.C = sp.csr_matrix((np.tile([1.0, -1.0], m), (rows, cols)), shape=(m, K * L))
         # each group's weights (flat indices j K + k; -1 for a block's padding): (n_groups, s)
         idx = geo.to_groups(np.arange(1, M * K + 1, dtype=float).reshape(M, K))
         self.members = np.rint(idx.transpose(0, 2, 1).reshape(-1, s)).astype(np.intp) - 1
@@ -335,12 +339,9 @@ class _HingeLP:
         (``tau_g = sum a``; the diagonal ``(a_e sum_{f != e} a_f + 4 d1_e d2_e) / tau_g``
         without cancellation)."""
         st, L, K = self.st, self.L, self.K
-        m = len(st.li)
         nw = len(self.bflat)
         nf = L + K + nw
-        B = np.zeros((m, nf))
-        B[np.arange(m), st.li] = -1.0
-        B[:, L:L + K] = st.Ab
+        B = st.B0
         E = np.zeros((nf, nf))
         E[np.arange(L), np.arange(L)] = 1.0 / self.xz
         if nw:
@@ -348,7 +349,7 @@ class _HingeLP:
             pat = (st.ki[:, None] == k[None, :]).astype(float) - (st.zi[:, None] == k[None, :])
             Phi = self.op.Phi
             cols = (Phi[st.li][:, j].toarray() if sp.issparse(Phi) else Phi[np.ix_(st.li, j)])
-            B[:, L + K:] = cols * pat
+            B = np.hstack([B, cols * pat])
             valid, mem = self.bvalid, self.bmembers
             A3 = np.where(valid, a.ravel()[mem], 0.0)
             C3 = np.where(valid, c.ravel()[mem], 0.0)
@@ -438,13 +439,10 @@ class _HingeLP:
         return dW, df[L:L + K], dt, df[:L], e1, e2
 
 
-class _Iterate(dict):
-    """The primal-dual iterate: W, b, t, xi, slacks sh, s1, s2 (sc), multipliers yh, y1, y2
-    (yc) and z (xi's reduced costs)."""
-
-
 def _start(lp):
-    """A start near the central path's scale: dual feasible for t and xi (y1 = y2 = 1 / (2 s)
+    """The primal-dual iterate, a dict: W, b, t, xi, the slacks sh, s1, s2 (sc), the
+    multipliers yh, y1, y2 (yc) and z (xi's reduced costs); a start near the central path's
+    scale: dual feasible for t and xi (y1 = y2 = 1 / (2 s)
     on a group of s weights; yh = nu / (2 (K - 1)), z = nu / 2, nu = lam, or 1 for hinge-con),
     primal W = 0, b = 0, xi = 2 (hinge slacks 1), t balancing the bound rows' products with
     the hinge rows'."""
@@ -455,7 +453,7 @@ def _start(lp):
     size = np.bincount(st.gid.ravel(), minlength=st.n_groups)[st.gid]
     y1 = 1.0 / (2.0 * size)
     t0 = np.full(st.n_groups, nu / (K - 1)) * np.bincount(st.gid.ravel(), minlength=st.n_groups)
-    v = _Iterate(W=np.zeros((M, K)), b=np.zeros(K), t=t0, xi=np.full(L, 2.0),
+    v = dict(W=np.zeros((M, K)), b=np.zeros(K), t=t0, xi=np.full(L, 2.0),
                  sh=np.ones(m), s1=t0[st.gid].copy(), s2=t0[st.gid].copy(),
                  yh=np.full(m, nu / (2.0 * (K - 1))), y1=y1, y2=y1.copy(), z=np.full(L, nu / 2.0))
     if lp.con:
@@ -463,10 +461,12 @@ def _start(lp):
     return v
 
 
-def _residuals(lp, v):
-    """Primal residuals ``A x + s - r`` and dual ones ``c + A^T y - z`` of the iterate."""
+def _residuals(lp, v, hv=None):
+    """Primal residuals ``A x + s - r`` and dual ones ``c + A^T y - z`` of the iterate
+    (``hv``: its hinge values ``(T X)[l, k]`` if known)."""
     st = lp.st
-    hv = lp.hinge_values(v["W"], v["b"])
+    if hv is None:
+        hv = lp.hinge_values(v["W"], v["b"])
     tg = v["t"][st.gid]
     rp = dict(h=hv + st.r - v["xi"][st.li] + v["sh"],
               b1=v["W"] - tg + v["s1"], b2=-v["W"] - tg + v["s2"])
@@ -506,17 +506,11 @@ def _direction(lp, v, rp, rd, comp):
     return d
 
 
-_PRIMAL_POS = ("xi", "sh", "s1", "s2")
-_DUAL_POS = ("z", "yh", "y1", "y2")
-
-
 def _steps(lp, v, d):
-    """The largest primal and dual steps (at most 1) that keep the iterate's signs."""
-    con = ("sc",) if lp.con else ()
-    ap = min(_step_to_boundary(np.ravel(v[k]), np.ravel(d[k])) for k in _PRIMAL_POS + con)
-    con = ("yc",) if lp.con else ()
-    ad = min(_step_to_boundary(np.ravel(v[k]), np.ravel(d[k])) for k in _DUAL_POS + con)
-    return ap, ad
+    """The largest primal and dual steps (at most 1) that keep the pairs' signs."""
+    pairs = _pairs(lp)
+    return tuple(min(_step_to_boundary(np.ravel(v[k]), np.ravel(d[k])) for k in keys)
+                 for keys in ([s for s, _, _ in pairs], [y for _, y, _ in pairs]))
 
 
 def _complementarity(lp, v, d=None, ap=0.0, ad=0.0):
@@ -555,8 +549,9 @@ class InteriorPoint:
         ``time.perf_counter()`` time after which it stops.
     record : callable (GapResult, n_iter, X)
         Called with each iterate's certificate.
-    certify : callable (X, Y) -> GapResult
-        The full problem's certificate.
+    certify : callable (X, Y, TX) -> GapResult
+        The full problem's certificate (``TX = op.T(X)``, computed once for it and the
+        next iteration's residuals).
     clock : WallClock or WorkClock, optional
         The clock of :meth:`advance`'s ``until``; each iteration's dense linear algebra is
         charged to it (:func:`iteration_seconds`), its products through ``op.meter``.
@@ -587,8 +582,8 @@ class InteriorPoint:
         self.record, self.certify = record, certify
         self.clock = WALL if clock is None else clock
         L, M = op.Phi.shape
-        st = self.lp.st
-        self._shape = (L, M, op.n_classes, st.n_groups if st.size > 1 else 0, st.within_class)
+        self._shape = cost_shape(op, geo)
+        self._tx = None  # T X's hinge rows at the iterate, from its certificate
         self.v = _start(self.lp)
         self.X = np.zeros((M + 1, op.n_classes))
         self.Y = np.zeros((L, op.n_classes))
@@ -602,7 +597,9 @@ class InteriorPoint:
         X = np.vstack([v["W"], v["b"][None, :]])
         Y = np.zeros((lp.L, lp.K))
         Y[lp.st.off] = v["yh"]
-        gr = self.certify(X, Y)
+        TX = lp.op.T(X)
+        self._tx = TX[lp.st.off]  # the next iteration's residuals start from it
+        gr = self.certify(X, Y, TX)
         self.record(gr, self.total, X)
         if self.best is None or gr.rel_gap < self.best.rel_gap:
             self.best, self.best_it, self.X, self.Y = gr, self.total, X, Y
@@ -637,17 +634,14 @@ class InteriorPoint:
     def _iterate(self):
         """One predictor-corrector iteration; False if the Newton system could not be factored."""
         lp, v = self.lp, self.v
-        rp, rd = _residuals(lp, v)
+        rp, rd = _residuals(lp, v, self._tx)
         try:
             lp.factor(v)
         except np.linalg.LinAlgError:
             return False
         total, n = _complementarity(lp, v)
         mu = total / n
-        comp = {k: v[y] * v[s] for s, y, k in _PAIRS}
-        comp["xi"] = v["z"] * v["xi"]
-        if lp.con:
-            comp["c"] = v["yc"] * v["sc"]
+        comp = {k: v[y] * v[s] for s, y, k in _pairs(lp)}
         d = _direction(lp, v, rp, rd, comp)  # affine scaling (predictor)
         ap, ad = _steps(lp, v, d)
         mu_aff = _complementarity(lp, v, d, ap, ad)[0] / n
@@ -657,8 +651,8 @@ class InteriorPoint:
         d = _direction(lp, v, rp, rd, comp)
         ap, ad = _steps(lp, v, d)
         ap, ad = STEP_FRACTION * ap, STEP_FRACTION * ad
-        for k in ("W", "b", "t", "xi", "sh", "s1", "s2") + (("sc",) if lp.con else ()):
+        for k in ("W", "b", "t") + tuple(s for s, _, _ in _pairs(lp)):
             v[k] = v[k] + ap * d[k]
-        for k in ("yh", "y1", "y2", "z") + (("yc",) if lp.con else ()):
-            v[k] = v[k] + ad * d[k]
+        for _, y, _ in _pairs(lp):
+            v[y] = v[y] + ad * d[y]
         return True
