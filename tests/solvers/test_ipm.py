@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from sparsesvm.solvers.accelerated.ipm import interior_point
+from sparsesvm.solvers.accelerated.ipm import _step_to_boundary, interior_point
 
 
 def _master_like(seed, rows=60, atoms=40, samples=30, K=4, lam=1.0):
@@ -92,3 +92,23 @@ def test_interior_point_input_errors_and_deadline():
     assert res.status == "time" and not res.converged and res.iterations == 0
     res = interior_point(base, dense, c, free, r, tol=1e-9, max_iter=3)
     assert res.status == "max_iter" and not res.converged
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_step_to_boundary_is_the_largest_feasible_step(seed):
+    """The largest a <= 1 with v + a dv >= 0, against the ratio test written entry by entry
+    (pairs with dv >= 0 never bind, nor those with v = dv = 0)."""
+    rng = np.random.default_rng(seed)
+    v = 10.0 ** rng.uniform(-8, 2, 50)
+    dv = rng.standard_normal(50) * 10.0 ** rng.uniform(-8, 2, 50)
+    if seed == 1:
+        dv = np.abs(dv)  # nothing decreases: the full step
+    if seed == 2:
+        v[:3], dv[:3] = 0.0, 0.0
+    ratios = [-vi / di for vi, di in zip(v, dv) if di < 0]
+    expect = min([1.0] + ratios)
+    a = _step_to_boundary(v, dv)
+    assert a == pytest.approx(expect, rel=1e-15)
+    assert (v + a * dv >= -1e-15 * np.abs(v)).all()
+    assert _step_to_boundary(np.array([2.0]), np.array([-1.0])) == 1.0  # at most 1
+    assert _step_to_boundary(np.zeros(0), np.zeros(0)) == 1.0

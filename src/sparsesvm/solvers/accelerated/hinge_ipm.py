@@ -10,9 +10,11 @@ For l1 and l1,inf both problems are linear programs. With the group bounds t_g
 
 and hinge-con minimises ``sum_g t_g`` with one more row ``sum_l xi_l <= eta`` (l1: every
 weight its own group). :class:`InteriorPoint` solves it by Mehrotra's predictor-corrector
-method (Mehrotra 1992; Wright, *Primal-Dual Interior-Point Methods*, 1997, ch. 10) from an
-infeasible start, and stops on the certified gap of :mod:`sparsesvm.model.certificates` at
-its iterates, like every accelerated engine: at the requested tolerance, not at the LP's
+method (Mehrotra 1992; Wright, *Primal-Dual Interior-Point Methods*, 1997, ch. 10) with
+Gondzio's multiple centrality correctors (Gondzio 1996; Colombo and Gondzio 2008: up to
+:data:`MAX_CORRECTORS` more solves with the same factor where they lengthen the step) from
+an infeasible start, and stops on the certified gap of :mod:`sparsesvm.model.certificates`
+at its iterates, like every accelerated engine: at the requested tolerance, not at the LP's
 optimum.
 
 Its Newton system ``(A^T D A + Z / xi) dx = g`` (D = y / s for every row) is solved in
@@ -33,8 +35,9 @@ with the bound) and through P^{-1} the Woodbury identity cancelled huge terms (m
 a3cb90a at tol 1e-7, ``bench_family.py``'s l1 rows: without the border the iterations stop
 at certified gaps of 2.1e-6 to 4.0e-5, with it at 1.3e-8 to 7.1e-7). Hinge-con's row enters F by its
 scalar Schur complement. The factor holds a small primal regularisation of the weights
-(:data:`PRIMAL_REGULARISATION`); each direction is refined against the unregularised
-system, applied by products. An iteration costs about ``K L^2 M / 2 + (L(K-1))^3 / 6``
+(:data:`PRIMAL_REGULARISATION`); Mehrotra's direction is refined against the
+unregularised system, applied by products, not the predictor (only its step lengths are
+used) nor Gondzio's corrections to it. An iteration costs about ``K L^2 M / 2 + (L(K-1))^3 / 6``
 multiply-adds (:func:`iteration_madds`), whatever the number of support vectors: cheap where
 L(K-1) is a few hundred and the features many (the dense noisy problems of
 ``benchmarks/bench_family.py``, where column generation's masters grow with the support
@@ -78,6 +81,14 @@ BORDER_MAX = 500
 #: ``benchmarks/bench_family.py``'s dense noisy problem, 30-45 on its MNIST-like one (l1,inf),
 #: 39 and 48 alone on real MNIST features (L = 100 and 30, l1,inf with the 81 channels)
 PREDICTED_ITERATIONS = 30
+#: Gondzio's centrality correctors (:func:`_centrality_correctors`): at most MAX_CORRECTORS
+#: an iteration, each aiming CORRECTOR_REACH beyond the current steps, the products kept in
+#: CORRECTOR_BOX times the centring target, kept if the shorter step grows by CORRECTOR_GAIN
+#: times the reach
+MAX_CORRECTORS = 2
+CORRECTOR_REACH = 0.3
+CORRECTOR_BOX = (0.1, 10.0)
+CORRECTOR_GAIN = 0.1
 
 
 def iteration_madds(L, M, K, n_groups=0, within_class=True, border=0):
@@ -183,9 +194,20 @@ class _Structure:
         # each group's weights (flat indices j K + k; -1 for a block's padding): (n_groups, s)
         idx = geo.to_groups(np.arange(1, M * K + 1, dtype=float).reshape(M, K))
         self.members = np.rint(idx.transpose(0, 2, 1).reshape(-1, s)).astype(np.intp) - 1
-        # the groups' rank-one terms: V (M, K n_groups) with v[j, k] at (j, k n_groups + gid)
+        # the groups' rank-one terms V: v[j, k] at (j, column of its group); within classes
+        # (M, n_groups), the groups of each class in consecutive columns (class k's from
+        # class_cols[k] to class_cols[k + 1]); across classes (M, K n_groups), at
+        # k n_groups + gid (the class's rows of each group)
         self.v_rows = np.repeat(np.arange(M), K)
-        self.v_cols = (np.arange(K)[None, :] * self.n_groups + self.gid).ravel()
+        if self.within_class:
+            order = np.argsort(self.gclass, kind="stable")
+            self.v_perm = order  # column i holds group order[i]
+            rank = np.empty_like(order)
+            rank[order] = np.arange(self.n_groups)
+            self.v_cols = rank[self.gid].ravel()
+            self.class_cols = np.searchsorted(self.gclass[order], np.arange(K + 1))
+        else:
+            self.v_cols = (np.arange(K)[None, :] * self.n_groups + self.gid).ravel()
 
     def group_sum(self, A):
         """Sum of A (M, K) over each group: (n_groups,)."""
@@ -237,16 +259,18 @@ class _HingeLP:
         st, L, K, Phi = self.st, self.L, self.K, self.op.Phi
         grams = [self._class_gram(dW[:, k]) for k in range(K)]
         if st.size > 1:
-            Vsp = sp.csc_matrix((vv.ravel(), (st.v_rows, st.v_cols)),
-                                shape=(self.M, K * st.n_groups))
-            Q = (Phi @ Vsp).toarray() if sp.issparse(Phi) else np.asarray((Vsp.T @ Phi.T).T)
-            Q = Q.reshape(L, K, st.n_groups) / np.sqrt(sigma)
+            cols = st.n_groups if st.within_class else K * st.n_groups
+            Vsp = sp.csc_matrix((vv.ravel(), (st.v_rows, st.v_cols)), shape=(self.M, cols))
+            # Q = Phi V (L, columns), Fortran order: a class's columns are contiguous
+            Q = (np.asfortranarray((Phi @ Vsp).toarray()) if sp.issparse(Phi)
+                 else np.asarray((Vsp.T @ Phi.T).T))
             if st.within_class:
+                Q *= 1.0 / np.sqrt(sigma[st.v_perm])
                 for k in range(K):
-                    Qk = np.ascontiguousarray(Q[:, k, st.gclass == k])
-                    Gk = dsyrk(1.0, Qk, lower=1)
+                    Gk = dsyrk(1.0, Q[:, st.class_cols[k]:st.class_cols[k + 1]], lower=1)
                     grams[k] += Gk + np.tril(Gk, -1).T
             else:  # groups across classes: the classes' blocks are coupled
+                Q = Q.reshape(L, K, st.n_groups) / np.sqrt(sigma)
                 full = sl.block_diag(*grams)
                 Qs = Q.transpose(1, 0, 2).reshape(K * L, st.n_groups)
                 full += Qs @ Qs.T
@@ -273,7 +297,11 @@ class _HingeLP:
         # t_g's Schur complement in its arrow block: sum_e (a_e - c_e^2 / a_e), in the form
         # without cancellation (one of d1, d2 grows without bound near the optimum)
         sigma = st.group_sum((4.0 * d1 * d2 + rho * (2.0 * a + rho)) / ar)
-        self.a, self.c, self.sigma = ar, c, sigma
+        self.sigma = sigma
+        # P^{-1}'s coefficients (:meth:`_p_inverse`); a + c = 2 d2 + rho and a - c = 2 d1 + rho
+        # without cancellation
+        self.inv_a, self.c_a = 1.0 / ar, c / ar
+        self.plus_a, self.minus_a = (2.0 * d2 + rho) / ar, (2.0 * d1 + rho) / ar
         self.xz = v["xi"] / v["z"]
         self._choose_border(v["t"])
         inner = ~self.bmask
@@ -373,16 +401,20 @@ class _HingeLP:
             self.btau, self.bC3 = tau, C3
         return B, E
 
-    def _p_inverse(self, gW, gt):
+    def _p_inverse(self, gW, gt, weights_only=False):
         """``P^{-1} g`` over (W, t) (the bound rows' arrow blocks): ``(pW, pt, e1, e2)`` with
         the bound rows' values ``e1 = pW - pt_g`` and ``e2 = -pW - pt_g`` computed directly,
         not as differences (near the optimum one of them is tiny beside pW and pt_g, and its
-        product with the huge d1 or d2 would carry their rounding into the multipliers)."""
+        product with the huge d1 or d2 would carry their rounding into the multipliers);
+        ``weights_only``: pW alone."""
         st = self.st
-        pt = (gt - st.group_sum(self.c * gW / self.a)) / self.sigma
+        pt = (gt - st.group_sum(self.c_a * gW)) / self.sigma
         ptg = pt[st.gid]
-        pW = (gW - self.c * ptg) / self.a
-        return pW, pt, (gW - (self.a + self.c) * ptg) / self.a, (-gW - (self.a - self.c) * ptg) / self.a
+        gWa = gW * self.inv_a
+        pW = gWa - self.c_a * ptg
+        if weights_only:
+            return pW
+        return pW, pt, gWa - self.plus_a * ptg, -(gWa + self.minus_a * ptg)
 
     def apply(self, dW, db, dt, dxi, e1, e2):
         """``(A^T D A + Z / xi) dx`` (the Newton matrix applied: for the refinement), the
@@ -401,6 +433,8 @@ class _HingeLP:
         refinement against the matrix applied by products."""
         g = (gW, gb, gt, gxi)
         dx = self._solve(*g)
+        if refine <= 0:
+            return dx
         r = [gi - h for gi, h in zip(g, self.apply(*dx))]
         norm = _norm(r)
         for _ in range(refine):
@@ -415,7 +449,7 @@ class _HingeLP:
     def _solve(self, gW, gb, gt, gxi):
         L, K = self.L, self.K
         inner = ~self.bmask
-        pW = np.where(inner, self._p_inverse(gW, gt)[0], 0.0)
+        pW = np.where(inner, self._p_inverse(gW, gt, weights_only=True), 0.0)
         Sih = sl.cho_solve(self.chol, self.hinge_values(pW, np.zeros(K)), check_finite=False)
         gb_w = []
         if len(self.bflat):  # the bordered weights' right-hand sides, t_g eliminated
@@ -484,9 +518,10 @@ def _residuals(lp, v, hv=None):
 _PAIRS = (("sh", "yh", "h"), ("s1", "y1", "b1"), ("s2", "y2", "b2"))
 
 
-def _direction(lp, v, rp, rd, comp):
+def _direction(lp, v, rp, rd, comp, refine=2):
     """The Newton direction for complementarity residuals ``comp`` (dict of y s - target
-    per row kind, and ``"xi"`` for z xi - target)."""
+    per row kind, and ``"xi"`` for z xi - target), its linear system refined ``refine``
+    times (:meth:`_HingeLP.solve`). Linear in ``(rp, rd, comp)`` together."""
     st = lp.st
     q = {k: (v[y] * rp[k] - comp[k]) / v[s] for s, y, k in _PAIRS}
     qc = (v["yc"] * rp["c"] - comp["c"]) / v["sc"] if lp.con else 0.0
@@ -495,7 +530,7 @@ def _direction(lp, v, rp, rd, comp):
     gb = -rd["b"] - Aqb
     gt = -rd["t"] + st.group_sum(q["b1"] + q["b2"])
     gxi = -rd["xi"] - lp.xi_adjoint(q["h"], qc) - comp["xi"] / v["xi"]
-    dW, db, dt, dxi, e1, e2 = lp.solve(gW, gb, gt, gxi)
+    dW, db, dt, dxi, e1, e2 = lp.solve(gW, gb, gt, gxi, refine)
     Adx = dict(h=lp.hinge_values(dW, db) - dxi[st.li], b1=e1, b2=e2)
     d = dict(W=dW, b=db, t=dt, xi=dxi, z=(-comp["xi"] - v["z"] * dxi) / v["xi"])
     for s, y, k in _PAIRS:
@@ -506,6 +541,53 @@ def _direction(lp, v, rp, rd, comp):
         d["yc"] = v["yc"] / v["sc"] * adc + qc
         d["sc"] = -rp["c"] - adc
     return d
+
+
+def _predictor_corrector(lp, v, rp, rd):
+    """Mehrotra's direction at the iterate ``v`` (residuals ``rp``, ``rd``; ``lp`` factored
+    there): the affine-scaling direction (predictor; only its step lengths are used, so it is
+    unrefined), then the direction to the centring target ``(mu_aff / mu)^3 mu`` with the
+    predictor's second-order term. Returns ``(d, (ap, ad), target)``, d's largest steps."""
+    total, n = _complementarity(lp, v)
+    mu = total / n
+    comp = {k: v[y] * v[s] for s, y, k in _pairs(lp)}
+    d = _direction(lp, v, rp, rd, comp, refine=0)
+    ap, ad = _steps(lp, v, d)
+    mu_aff = _complementarity(lp, v, d, ap, ad)[0] / n
+    target = (mu_aff / mu) ** 3 * mu
+    for s, y, k in _pairs(lp):
+        comp[k] = comp[k] + d[y] * d[s] - target
+    d = _direction(lp, v, rp, rd, comp)
+    return d, _steps(lp, v, d), target
+
+
+def _centrality_correctors(lp, v, rp, rd, d, ap, ad, target):
+    """Gondzio's multiple centrality correctors (Gondzio 1996; Colombo and Gondzio 2008):
+    up to :data:`MAX_CORRECTORS` corrections of the direction ``d`` (updated in place) that
+    pull the complementarity products of a longer trial step, ``CORRECTOR_REACH`` further,
+    back into ``[CORRECTOR_BOX[0], CORRECTOR_BOX[1]] * target``, each kept while it lengthens
+    the shorter step by at least ``CORRECTOR_GAIN * CORRECTOR_REACH``. A correction is
+    the Newton direction of its complementarity terms alone (the map is linear), with the
+    factor in hand and unrefined. Returns the steps ``(ap, ad)`` of the final ``d``."""
+    lo, hi = CORRECTOR_BOX[0] * target, CORRECTOR_BOX[1] * target
+    no_rp, no_rd = dict.fromkeys(rp, 0.0), dict.fromkeys(rd, 0.0)
+    for _ in range(MAX_CORRECTORS):
+        if min(ap, ad) >= 1.0:
+            break
+        tp, td = min(1.0, ap + CORRECTOR_REACH), min(1.0, ad + CORRECTOR_REACH)
+        comp = {}
+        for s, y, k in _pairs(lp):
+            prod = (v[s] + tp * d[s]) * (v[y] + td * d[y])
+            # products below the box raised to it, those above lowered (by at most hi)
+            comp[k] = -(np.maximum(lo - prod, 0.0) + np.maximum(hi - prod, -hi) * (prod > hi))
+        dc = _direction(lp, v, no_rp, no_rd, comp, refine=0)
+        trial = {k: d[k] + dc[k] for k in d}
+        ap2, ad2 = _steps(lp, v, trial)
+        if min(ap2, ad2) < min(ap, ad) + CORRECTOR_GAIN * CORRECTOR_REACH:
+            break
+        d.update(trial)
+        ap, ad = ap2, ad2
+    return ap, ad
 
 
 def _steps(lp, v, d):
@@ -641,17 +723,8 @@ class InteriorPoint:
             lp.factor(v)
         except np.linalg.LinAlgError:
             return False
-        total, n = _complementarity(lp, v)
-        mu = total / n
-        comp = {k: v[y] * v[s] for s, y, k in _pairs(lp)}
-        d = _direction(lp, v, rp, rd, comp)  # affine scaling (predictor)
-        ap, ad = _steps(lp, v, d)
-        mu_aff = _complementarity(lp, v, d, ap, ad)[0] / n
-        target = (mu_aff / mu) ** 3 * mu  # Mehrotra's centring
-        for s, y, k in _pairs(lp):
-            comp[k] = comp[k] + d[y] * d[s] - target
-        d = _direction(lp, v, rp, rd, comp)
-        ap, ad = _steps(lp, v, d)
+        d, steps, target = _predictor_corrector(lp, v, rp, rd)
+        ap, ad = _centrality_correctors(lp, v, rp, rd, d, *steps, target)
         ap, ad = STEP_FRACTION * ap, STEP_FRACTION * ad
         for k in ("W", "b", "t") + tuple(s for s, _, _ in _pairs(lp)):
             v[k] = v[k] + ap * d[k]

@@ -85,9 +85,11 @@ def iteration_madds(rows, dense_cols):
 
 
 def _step_to_boundary(v, dv):
-    """Largest a <= 1 with v + a dv >= 0 (v > 0)."""
-    neg = dv < 0
-    return min(1.0, float(np.min(-v[neg] / dv[neg]))) if neg.any() else 1.0
+    """Largest a <= 1 with v + a dv >= 0 (v > 0): ``-1 / min(dv / v)`` (two passes, no
+    masked copies; a pair with v = dv = 0 is ignored)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = float(np.fmin.reduce(dv / v, axis=None)) if np.size(v) else 0.0
+    return 1.0 if not m < -1.0 else -1.0 / m
 
 
 class _Columns:
