@@ -226,9 +226,9 @@ def test_bench_family_quick_writes_the_rows(tmp_path):
     rows = record["rows"]
     assert [(r["problem"], r["penalty"], r["method"]) for r in rows] == [
         ("dense-40x60x3", "l1inf", "hinge-reg"), ("leuk-38x300x3", "l12", "hinge-con")]
-    # l1,inf: the portfolio, whose interior point (predicted cheap: in PDHG's place, after a
-    # quarter of its prediction of column generation) certifies the tiny problem first, column
-    # generation forced; l1,2: cg, PDHG forced
+    # l1,inf: the portfolio, whose interior point (predicted cheap: in PDHG's place, after
+    # PORTFOLIO_IPM_FIRST_SHARE of its prediction of column generation) certifies the tiny
+    # problem first, column generation forced; l1,2: cg, PDHG forced
     for r, engine, forced in zip(rows, ("portfolio (ipm)", "cg"), ("cg", "pdhg")):
         assert r["clarabel_status"] == "optimal" and r["clarabel_solve"] > 0
         assert r["acc_engine"] == engine and r["acc_converged"] and r["acc_cert_gap"] <= 1e-4

@@ -60,11 +60,12 @@ DENSE_IPM_MADD_S = 7.0e-11
 #: products: a fixed part, per multiply-add (:func:`.hinge_ipm.iteration_madds`), per entry of
 #: its L(K-1)-square matrix S and per weight (``calibrate_work_clock.py --ipm-only``: the
 #: first 12 iterations of 33 runs on dense noisy problems of 30-400 samples, 300-7129
-#: features, 3-10 classes, l1 and l1,inf with blocks of 10 and across classes)
-HINGE_IPM_ITER_S = 3.26e-3
-HINGE_IPM_MADD_S = 6.26e-11
-HINGE_IPM_ENTRY_S = 2.17e-8
-HINGE_IPM_WEIGHT_S = 4.54e-7
+#: features, 3-10 classes, l1 and l1,inf with blocks of 10 and across classes; fitted on
+#: 121a724, with Gondzio's correctors)
+HINGE_IPM_ITER_S = 2.22e-3
+HINGE_IPM_MADD_S = 6.44e-11
+HINGE_IPM_ENTRY_S = 1.48e-8
+HINGE_IPM_WEIGHT_S = 2.84e-7
 
 
 def _power_law(coef, nnz, rows, cols):

@@ -179,7 +179,7 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: the turns. PDHG replaces it if it stops short of tol (it stalls where its Newton systems
 #: grow too ill-conditioned to go on)
 PORTFOLIO_IPM_MAX_S = 1.0
-PORTFOLIO_IPM_FIRST_SHARE = 0.25
+PORTFOLIO_IPM_FIRST_SHARE = 0.4
 
 #: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
 #: turn, would reach tol within PORTFOLIO_EXTEND times its own time so far keeps its turn, in
