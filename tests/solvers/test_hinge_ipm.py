@@ -186,8 +186,8 @@ def test_engine_reaches_the_cvxpy_optimum_and_its_certificate_bounds_the_error(
         random_problem, seed, method, pen, grp):
     Phi, y, K = random_problem(seed, L=24, M=15, K=3, labels="random")
     par = 0.7 if method == "hinge-reg" else 0.5 * len(y)
-    pstar, _ = cr.solve(method, Phi, y, K, pen, grp, **({"lam": par} if method == "hinge-reg"
-                                                        else {"eta": par}))
+    pstar, Xstar = cr.solve(method, Phi, y, K, pen, grp, **({"lam": par} if method == "hinge-reg"
+                                                            else {"eta": par}))
     # 1e-6: asked 1e-9, the method reaches 1e-11 to 3e-8 on these problems for hinge-reg,
     # 3e-10 to 1e-7 for hinge-con (5327c14: its Newton systems grow ill-conditioned first)
     r = _solve(Phi, y, K, method, pen, grp, par, 1e-6)
@@ -200,6 +200,27 @@ def test_engine_reaches_the_cvxpy_optimum_and_its_certificate_bounds_the_error(
     assert obj == pytest.approx(r.objective, rel=1e-9)
     assert abs(obj - pstar) <= 1e-6 * abs(pstar)
     assert (obj - pstar) / pstar <= r.rel_gap + 1e-8  # the certificate bounds the error
+    # exact zeros (_round): the groups zeroed are zero at CVXPY's optimum (at most 1e-6 of its
+    # largest group), and all of those but at most one are zeroed
+    geo = make_penalty(pen, grp, Phi.shape[1], K)
+    ours = geo.to_groups(np.abs(r.X[:-1])).max(axis=1).ravel()
+    ref = geo.to_groups(np.abs(np.asarray(Xstar)[:-1])).max(axis=1).ravel()
+    small = ref <= 1e-6 * ref.max()
+    assert (ours == 0).any() and not (ours == 0)[~small].any()
+    assert (ours == 0).sum() >= small.sum() - 1
+
+
+def test_rounding_to_exact_zeros_keeps_the_certificate(random_problem, monkeypatch):
+    """The interior point's last point is rounded to exact zeros only where the certificate
+    stays within the tolerance: a threshold that would drop every group but the largest is
+    refused (no exact zero), the package's thresholds are not."""
+    Phi, y, K = random_problem(0, L=24, M=15, K=3, labels="random")
+    r = _solve(Phi, y, K, "hinge-reg", "l1inf", 3, 0.7, 1e-6)
+    assert r.converged and np.count_nonzero(r.X[:-1] == 0) > 0
+    monkeypatch.setattr(hinge_ipm, "ROUND_THRESHOLDS", (0.99,))
+    r2 = _solve(Phi, y, K, "hinge-reg", "l1inf", 3, 0.7, 1e-6)
+    assert r2.converged and r2.rel_gap <= 1e-6 and np.count_nonzero(r2.X[:-1] == 0) == 0
+    assert r2.objective >= r.objective - 1e-6 * abs(r.objective)
 
 
 def test_engine_stops_at_max_iter_and_at_the_deadline(random_problem):

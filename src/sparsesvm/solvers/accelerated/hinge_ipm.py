@@ -91,6 +91,10 @@ MAX_CORRECTORS = 2
 CORRECTOR_REACH = 0.3
 CORRECTOR_BOX = (0.1, 10.0)
 CORRECTOR_GAIN = 0.1
+#: the returned point's exact zeros (:meth:`InteriorPoint._round`): the groups whose largest
+#: weight is at most ROUND_THRESHOLDS[i] times the largest of all are set to 0, for the first
+#: i (the sparsest) whose point the certificate still puts within the tolerance
+ROUND_THRESHOLDS = tuple(10.0 ** -np.arange(3, 10))
 
 
 def iteration_madds(L, M, K, n_groups=0, within_class=True, border=0):
@@ -654,7 +658,8 @@ class InteriorPoint:
     Attributes
     ----------
     X : ndarray (M + 1, K)
-        The best certified point so far (its weights and biases).
+        The best certified point so far (its weights and biases); once finished, with its
+        vanishing groups set to exact zeros where the certificate allows (:meth:`_round`).
     Y : ndarray (L, K)
         Its multipliers of the hinge rows.
     best : GapResult or None
@@ -684,6 +689,7 @@ class InteriorPoint:
         self.Y = np.zeros((L, op.n_classes))
         self.best, self.best_it, self.total = None, 0, 0
         self.finished = self.converged = False
+        self._rounded = False  # the best point's exact zeros set (at the end, once)
         self.status = "running"
 
     def _check(self):
@@ -725,6 +731,36 @@ class InteriorPoint:
             self.clock.charge(iteration_seconds(*self._shape, border=len(self.lp.bflat)))
             if self.status != "running" or self._check():
                 self.finished, self.converged = True, self.status == "optimal"
+        if self.finished and not self._rounded:
+            self._rounded = True
+            self._round()
+
+    def _round(self):
+        """Exact zeros in the best point: an interior point's iterates have none (every weight
+        is strictly inside its bounds, the groups that vanish at the optimum only tend to
+        0), unlike column generation's vertices and PDHG's proxes, and a sparse model's
+        zeros are what its users count. The groups whose largest weight is at most
+        ``ROUND_THRESHOLDS[i]`` times the largest of all are set to 0, for the first
+        (largest) threshold whose point is certified within ``max(tol, best gap)`` (the
+        dual point, hence the lower bound, is the same); none if no threshold is."""
+        if self.best is None:
+            return
+        geo, op = self.lp.geo, self.lp.op
+        bound = geo.to_groups(np.abs(self.X[:-1])).max(axis=1)  # (n1, n2): each group's max
+        top = bound.max()
+        target = max(self.tol, self.best.rel_gap)
+        for tau in ROUND_THRESHOLDS if top > 0 else ():
+            drop = bound <= tau * top
+            if not drop.any():
+                return  # the smaller thresholds drop nothing either
+            zero = geo.from_groups(np.broadcast_to(drop[:, None, :], geo.group_shape))
+            X = self.X.copy()
+            X[:-1][zero] = 0.0
+            gr = self.certify(X, self.Y, op.T(X))
+            if gr.rel_gap <= target:
+                self.record(gr, self.total, X)
+                self.X, self.best = X, gr
+                return
 
     def _iterate(self):
         """One predictor-corrector iteration; False if the Newton system could not be factored."""
