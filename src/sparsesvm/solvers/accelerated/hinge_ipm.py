@@ -91,10 +91,15 @@ MAX_CORRECTORS = 2
 CORRECTOR_REACH = 0.3
 CORRECTOR_BOX = (0.1, 10.0)
 CORRECTOR_GAIN = 0.1
-#: the returned point's exact zeros (:meth:`InteriorPoint._round`): the groups whose largest
-#: weight is at most ROUND_THRESHOLDS[i] times the largest of all are set to 0, for the first
-#: i (the sparsest) whose point the certificate still puts within the tolerance
+#: the returned point's exact zeros (:meth:`InteriorPoint._round`): in each iterate certified
+#: within the tolerance, the groups whose largest weight is at most ROUND_THRESHOLDS[i] times
+#: the largest of all are set to 0, for the first i (the sparsest) whose point the certificate
+#: still puts within the tolerance. So that the groups that vanish at the optimum are small
+#: enough to drop, the iterations go on after the first certificate within tol, to
+#: ROUND_TIGHTEN times tol or for ROUND_EXTRA iterations
 ROUND_THRESHOLDS = tuple(10.0 ** -np.arange(3, 10))
+ROUND_TIGHTEN = 0.05
+ROUND_EXTRA = 5
 
 
 def iteration_madds(L, M, K, n_groups=0, within_class=True, border=0):
@@ -658,8 +663,9 @@ class InteriorPoint:
     Attributes
     ----------
     X : ndarray (M + 1, K)
-        The best certified point so far (its weights and biases); once finished, with its
-        vanishing groups set to exact zeros where the certificate allows (:meth:`_round`).
+        The best certified point so far (its weights and biases); once finished, where tol
+        was met, the iterate with the fewest non-zero groups after its vanishing groups were
+        set to exact zeros within tol (:meth:`_round`).
     Y : ndarray (L, K)
         Its multipliers of the hinge rows.
     best : GapResult or None
@@ -668,7 +674,9 @@ class InteriorPoint:
         Iterations done.
     finished, converged : bool
     status : str
-        ``"optimal"``, ``"stalled"`` (no better certificate for :data:`STALL_ITERATIONS`
+        ``"optimal"`` (tol met, and the iterations after it for :meth:`_round`: to
+        :data:`ROUND_TIGHTEN` tol, :data:`ROUND_EXTRA` of them, or a stop for one of the
+        other reasons), ``"stalled"`` (no better certificate for :data:`STALL_ITERATIONS`
         iterations, or a Newton system that could not be factored), ``"max_iter"``,
         ``"time"`` or ``"running"``.
     """
@@ -689,7 +697,9 @@ class InteriorPoint:
         self.Y = np.zeros((L, op.n_classes))
         self.best, self.best_it, self.total = None, 0, 0
         self.finished = self.converged = False
-        self._rounded = False  # the best point's exact zeros set (at the end, once)
+        self._rounded = False  # the returned point's exact zeros set (at the end, once)
+        self._candidate = None  # the sparsest rounded iterate within tol (_rounded_point)
+        self.within = None  # the iteration whose certificate first met tol
         self.status = "running"
 
     def _check(self):
@@ -705,13 +715,22 @@ class InteriorPoint:
         if self.best is None or gr.rel_gap < self.best.rel_gap:
             self.best, self.best_it, self.X, self.Y = gr, self.total, X, Y
         if gr.rel_gap <= self.tol:
-            self.status = "optimal"
+            if self.within is None:
+                self.within = self.total
+            cand = self._rounded_point(X, Y)
+            if cand is not None and (self._candidate is None or cand[:2] < self._candidate[:2]):
+                self._candidate = cand
+        if self.within is not None and (gr.rel_gap <= ROUND_TIGHTEN * self.tol
+                                        or self.total - self.within >= ROUND_EXTRA):
+            self.status = "optimal"  # (tol met: the iterations after it, for _round's sake)
         elif np.isfinite(self.best.rel_gap) and self.total - self.best_it >= STALL_ITERATIONS:
             # (hinge-con's certificate is infinite until an iterate can be scaled into the
             # constraint: no stall is counted before)
             self.status = "stalled"
         elif self.total >= self.max_iter:
             self.status = "max_iter"
+        if self.status != "running" and self.within is not None:
+            self.status = "optimal"  # tol was met
         return self.status != "running"
 
     def advance(self, until=None):
@@ -720,47 +739,54 @@ class InteriorPoint:
             self.finished, self.converged = True, self.status == "optimal"
         while not self.finished:
             if self.deadline is not None and time.perf_counter() > self.deadline:
-                self.status = "time"
-                self.finished = True
+                self.status = "optimal" if self.within is not None else "time"
+                self.finished, self.converged = True, self.within is not None
                 break
-            if until is not None and self.clock.now() >= until:
-                break
+            if until is not None and self.clock.now() >= until and self.within is None:
+                break  # (once tol is met, the few iterations for _round go on in this turn)
             if not self._iterate():
                 self.status = "stalled"
             self.total += 1
             self.clock.charge(iteration_seconds(*self._shape, border=len(self.lp.bflat)))
             if self.status != "running" or self._check():
+                if self.within is not None:  # tol was met (a failed factor after it too)
+                    self.status = "optimal"
                 self.finished, self.converged = True, self.status == "optimal"
         if self.finished and not self._rounded:
             self._rounded = True
             self._round()
 
     def _round(self):
-        """Exact zeros in the best point: an interior point's iterates have none (every weight
-        is strictly inside its bounds, the groups that vanish at the optimum only tend to
-        0), unlike column generation's vertices and PDHG's proxes, and a sparse model's
-        zeros are what its users count. The groups whose largest weight is at most
-        ``ROUND_THRESHOLDS[i]`` times the largest of all are set to 0, for the first
-        (largest) threshold whose point is certified within ``max(tol, best gap)`` (the
-        dual point, hence the lower bound, is the same); none if no threshold is."""
-        if self.best is None:
-            return
+        """Exact zeros in the returned point: an interior point's iterates have none (every
+        weight is strictly inside its bounds; the groups that vanish at the optimum only tend
+        to 0), unlike column generation's vertices and PDHG's proxes, and a sparse model's
+        zeros are what its users count. Each iterate certified within tol was rounded
+        (:meth:`_rounded_point`); the one with the fewest non-zero groups (then the smallest
+        certified gap) replaces the best point, if any was certified."""
+        if self._candidate is not None:
+            X, Y, gr = self._candidate[2:]
+            self.record(gr, self.total, X)
+            self.X, self.Y, self.best = X, Y, gr
+
+    def _rounded_point(self, X, Y):
+        """``X`` with the groups whose largest weight is at most ``ROUND_THRESHOLDS[i]`` times
+        the largest of all set to 0, for the first (largest) threshold whose point is
+        certified within tol with the dual point ``Y``: ``(non-zero groups, gap, X, Y,
+        certificate)``, or None (no threshold is, or nothing to drop)."""
         geo, op = self.lp.geo, self.lp.op
-        bound = geo.to_groups(np.abs(self.X[:-1])).max(axis=1)  # (n1, n2): each group's max
+        bound = geo.to_groups(np.abs(X[:-1])).max(axis=1)  # (n1, n2): each group's max
         top = bound.max()
-        target = max(self.tol, self.best.rel_gap)
         for tau in ROUND_THRESHOLDS if top > 0 else ():
             drop = bound <= tau * top
             if not drop.any():
-                return  # the smaller thresholds drop nothing either
+                return None  # the smaller thresholds drop nothing either
             zero = geo.from_groups(np.broadcast_to(drop[:, None, :], geo.group_shape))
-            X = self.X.copy()
-            X[:-1][zero] = 0.0
-            gr = self.certify(X, self.Y, op.T(X))
-            if gr.rel_gap <= target:
-                self.record(gr, self.total, X)
-                self.X, self.best = X, gr
-                return
+            Xr = X.copy()
+            Xr[:-1][zero] = 0.0
+            gr = self.certify(Xr, Y, op.T(Xr))
+            if gr.rel_gap <= self.tol:
+                return int((~drop).sum()), gr.rel_gap, Xr, Y, gr
+        return None
 
     def _iterate(self):
         """One predictor-corrector iteration; False if the Newton system could not be factored."""
