@@ -32,8 +32,8 @@ common-shift null direction, closed by a rank-one term), and, once they stand ou
 weights of the groups with the largest bounds (at most :data:`BORDER_MAX`): near the
 optimum their arrow blocks are nearly singular (a weight at its group's bound moves freely
 with the bound) and through P^{-1} the Woodbury identity cancelled huge terms (measured on
-5327c14 at tol 1e-7, ``bench_family.py``'s l1 rows: without the border the iterations stop
-at certified gaps of 2.4e-6 to 8.7e-5, with it at 8.5e-10 to 4.0e-7). Hinge-con's row enters
+60e00b2 at tol 1e-7, ``bench_family.py``'s l1 rows: without the border the iterations stop
+at certified gaps of 2.4e-6 to 8.7e-5, with it at 3.1e-9 to 4.0e-7). Hinge-con's row enters
 F by its scalar Schur complement. The factor holds a small primal regularisation of the weights
 (:data:`PRIMAL_REGULARISATION`); Mehrotra's direction is refined against the
 unregularised system, applied by products, not the predictor (only its step lengths are
@@ -64,11 +64,11 @@ __all__ = ["InteriorPoint", "cost_shape", "iteration_madds", "iteration_seconds"
 #: entry swamped the active rows)
 REGULARISATION = 1e-13
 #: the weights' primal regularisation in the Newton systems' factor, divided by the largest
-#: group bound. Measured (5327c14, tol 1e-7, bench_family's l1,inf rows): without it the
+#: group bound. Measured (60e00b2, tol 1e-7, bench_family's l1,inf rows): without it the
 #: iterations stop at certified gaps of 5.2e-5 to 8.4e-5 on MNIST-like features (groups of 81
 #: weights, most of them strictly inside the bound at the optimum) and 8.9e-6 to 2.4e-5 on
-#: the dense noisy problem; with it at 1.4e-6 to 6.8e-6 on both; its l1 rows alike (5.7e-9 to
-#: 4.0e-7 without, 8.5e-10 to 4.0e-7 with)
+#: the dense noisy problem; with it at 1.4e-6 to 6.8e-6 on both; its l1 rows alike (2.4e-9 to
+#: 4.0e-7 without, 3.1e-9 to 4.0e-7 with)
 PRIMAL_REGULARISATION = 1e-5
 #: iterations without a smaller (finite) certified gap after which the method gives up (its
 #: Newton systems' rounding then moves the iterates more than the steps improve them)
@@ -78,10 +78,10 @@ STALL_ITERATIONS = 6
 #: at most as many as there are hinge rows)
 BORDER_REL = 1e-2
 BORDER_MAX = 500
-#: iterations assumed by :func:`predicted_seconds`: measured at tol 1e-4 (5327c14), 10-17 on
-#: ``benchmarks/bench_family.py``'s dense noisy problem, 12-19 (l1) and 24-35 (l1,inf) on its
-#: MNIST-like one, 32 and 35 alone on real MNIST features (L = 100 and 30, l1,inf with the 81
-#: channels)
+#: iterations assumed by :func:`predicted_seconds`: measured at tol 1e-4 (60e00b2, with the
+#: iterations for exact zeros), 12-22 on ``benchmarks/bench_family.py``'s dense noisy
+#: problem, 14-21 (l1) and 29-40 (l1,inf) on its MNIST-like one, 37 and 40 alone on real
+#: MNIST features (L = 100 and 30, l1,inf with the 81 channels)
 PREDICTED_ITERATIONS = 30
 #: Gondzio's centrality correctors (:func:`_centrality_correctors`): at most MAX_CORRECTORS
 #: an iteration, each aiming CORRECTOR_REACH beyond the current steps, the products kept in
