@@ -125,7 +125,7 @@ from . import highs
 from . import l2dual as _l2dual
 from .clock import WALL, WorkClock
 from .colgen import _column_generation, _ColumnGeneration
-from .hinge_ipm import InteriorPoint, cost_shape, predicted_seconds
+from .hinge_ipm import LP_PENALTIES, InteriorPoint, cost_shape, predicted_seconds
 from .pdhg import _pdhg, _Problem, load_kernels
 from .qp import QP_MAX_VARS, QP_TIME_LIMIT, _best_biases, _l2_dual_qp
 
@@ -327,7 +327,7 @@ def _choose_inner(inner, geo, L, M, K):
     if inner in ("cg", "portfolio") and geo.name == "l2":
         raise ValueError(f"inner={inner!r} needs a norm penalty (l1, l12, l1inf); for l2 use "
                          "'qp', 'dcd' or 'pdhg'")
-    if inner == "ipm" and geo.name not in ("l1", "l1inf"):
+    if inner == "ipm" and geo.name not in LP_PENALTIES:
         raise ValueError(f"inner='ipm' solves l1 and l1inf (linear programs), not {geo.name!r}")
     if inner in ("qp", "dcd") and geo.name != "l2":
         raise ValueError(f"inner={inner!r} is for penalty 'l2' only, got {geo.name!r}")
@@ -512,7 +512,7 @@ def _interior_point(op, geo, kind, par, tol, max_iter, deadline, record, clock=N
 
 def _ipm_predicted(op, geo):
     """The interior-point engine's predicted seconds on this problem (l1 and l1inf), else inf."""
-    if geo.name not in ("l1", "l1inf"):
+    if geo.name not in LP_PENALTIES:
         return np.inf
     return predicted_seconds(*cost_shape(op, geo))
 

@@ -56,8 +56,11 @@ from . import clock as prices
 from .clock import WALL
 from .ipm import STEP_FRACTION, _step_to_boundary
 
-__all__ = ["InteriorPoint", "cost_shape", "iteration_madds", "iteration_seconds",
-           "predicted_seconds"]
+__all__ = ["LP_PENALTIES", "InteriorPoint", "cost_shape", "iteration_madds",
+           "iteration_seconds", "predicted_seconds"]
+
+#: the penalties whose problems are linear programs, the ones this engine solves
+LP_PENALTIES = ("l1", "l1inf")
 
 #: S's diagonal is multiplied by 1 + REGULARISATION (each entry relative to itself: near the
 #: optimum s / y spreads over many orders of magnitude, and a shift relative to the largest
@@ -325,8 +328,8 @@ class _HingeLP:
         self.xz = v["xi"] / v["z"]
         self._choose_border(v["t"])
         inner = ~self.bmask
-        vv = np.where(inner, c / ar, 0.0)
-        dW = np.where(inner, 1.0 / ar, 0.0)
+        vv = np.where(inner, self.c_a, 0.0)
+        dW = np.where(inner, self.inv_a, 0.0)
         if st.size == 1:  # l1: each group's rank-one term is diagonal
             dW = dW + vv * vv / st.spread(sigma)
         S = self._gram_rows(dW, vv, sigma)
@@ -506,12 +509,12 @@ def _start(lp):
     st = lp.st
     m = len(st.li)
     nu = 1.0 if lp.con else lp.par
-    size = np.bincount(st.gid.ravel(), minlength=st.n_groups)[st.gid]
-    y1 = 1.0 / (2.0 * size)
-    t0 = np.full(st.n_groups, nu / (K - 1)) * np.bincount(st.gid.ravel(), minlength=st.n_groups)
+    size = st.group_sum(np.ones((M, K)))  # each group's weights
+    y1 = 1.0 / (2.0 * st.spread(size))
+    t0 = nu / (K - 1) * size
     v = dict(W=np.zeros((M, K)), b=np.zeros(K), t=t0, xi=np.full(L, 2.0),
-                 sh=np.ones(m), s1=t0[st.gid].copy(), s2=t0[st.gid].copy(),
-                 yh=np.full(m, nu / (2.0 * (K - 1))), y1=y1, y2=y1.copy(), z=np.full(L, nu / 2.0))
+             sh=np.ones(m), s1=st.spread(t0), s2=st.spread(t0),
+             yh=np.full(m, nu / (2.0 * (K - 1))), y1=y1, y2=y1.copy(), z=np.full(L, nu / 2.0))
     if lp.con:
         v["sc"], v["yc"] = max(lp.par - 2.0 * L, 1.0), nu / 2.0
     return v
@@ -683,7 +686,7 @@ class InteriorPoint:
 
     def __init__(self, op, geo, kind, par, tol, max_iter, deadline, record, certify,
                  clock=None):
-        if geo.name not in ("l1", "l1inf"):
+        if geo.name not in LP_PENALTIES:
             raise ValueError(f"the interior-point engine solves l1 and l1inf, not {geo.name!r}")
         self.lp = _HingeLP(op, geo, kind, par)
         self.tol, self.max_iter, self.deadline = tol, int(max_iter), deadline
@@ -697,13 +700,12 @@ class InteriorPoint:
         self.Y = np.zeros((L, op.n_classes))
         self.best, self.best_it, self.total = None, 0, 0
         self.finished = self.converged = False
-        self._rounded = False  # the returned point's exact zeros set (at the end, once)
         self._candidate = None  # the sparsest rounded iterate within tol (_rounded_point)
         self.within = None  # the iteration whose certificate first met tol
         self.status = "running"
 
     def _check(self):
-        """Certify the iterate; True when the run is over (``tol`` met, or stalled)."""
+        """Certify the iterate; the status to stop with (:meth:`_finish`), or None to go on."""
         lp, v = self.lp, self.v
         X = np.vstack([v["W"], v["b"][None, :]])
         Y = np.zeros((lp.L, lp.K))
@@ -722,39 +724,37 @@ class InteriorPoint:
                 self._candidate = cand
         if self.within is not None and (gr.rel_gap <= ROUND_TIGHTEN * self.tol
                                         or self.total - self.within >= ROUND_EXTRA):
-            self.status = "optimal"  # (tol met: the iterations after it, for _round's sake)
-        elif np.isfinite(self.best.rel_gap) and self.total - self.best_it >= STALL_ITERATIONS:
+            return "optimal"  # (tol met: the iterations after it, for _round's sake)
+        if np.isfinite(self.best.rel_gap) and self.total - self.best_it >= STALL_ITERATIONS:
             # (hinge-con's certificate is infinite until an iterate can be scaled into the
             # constraint: no stall is counted before)
-            self.status = "stalled"
-        elif self.total >= self.max_iter:
-            self.status = "max_iter"
-        if self.status != "running" and self.within is not None:
-            self.status = "optimal"  # tol was met
-        return self.status != "running"
+            return "stalled"
+        if self.total >= self.max_iter:
+            return "max_iter"
+        return None
+
+    def _finish(self, status):
+        """End the run with ``status``, "optimal" whatever the reason once tol was met; the
+        returned point's exact zeros (:meth:`_round`)."""
+        self.status = "optimal" if self.within is not None else status
+        self.finished, self.converged = True, self.status == "optimal"
+        self._round()
 
     def advance(self, until=None):
         """Iterate until :attr:`finished` or :attr:`clock` passes ``until`` (None: never)."""
-        if self.best is None and self._check():
-            self.finished, self.converged = True, self.status == "optimal"
-        while not self.finished:
+        stop = self._check() if self.best is None else None
+        while stop is None and not self.finished:
             if self.deadline is not None and time.perf_counter() > self.deadline:
-                self.status = "optimal" if self.within is not None else "time"
-                self.finished, self.converged = True, self.within is not None
+                stop = "time"
                 break
             if until is not None and self.clock.now() >= until and self.within is None:
                 break  # (once tol is met, the few iterations for _round go on in this turn)
-            if not self._iterate():
-                self.status = "stalled"
+            factored = self._iterate()
             self.total += 1
             self.clock.charge(iteration_seconds(*self._shape, border=len(self.lp.bflat)))
-            if self.status != "running" or self._check():
-                if self.within is not None:  # tol was met (a failed factor after it too)
-                    self.status = "optimal"
-                self.finished, self.converged = True, self.status == "optimal"
-        if self.finished and not self._rounded:
-            self._rounded = True
-            self._round()
+            stop = self._check() if factored else "stalled"
+        if stop is not None:
+            self._finish(stop)
 
     def _round(self):
         """Exact zeros in the returned point: an interior point's iterates have none (every
