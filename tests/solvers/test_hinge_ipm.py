@@ -189,7 +189,7 @@ def test_engine_reaches_the_cvxpy_optimum_and_its_certificate_bounds_the_error(
     pstar, Xstar = cr.solve(method, Phi, y, K, pen, grp, **({"lam": par} if method == "hinge-reg"
                                                             else {"eta": par}))
     # 1e-6: asked 1e-9, the method reaches 9e-13 to 3e-8 on these problems for hinge-reg,
-    # 3e-10 to 1e-7 for hinge-con (60e00b2: its Newton systems grow ill-conditioned first)
+    # 3e-10 to 1e-7 for hinge-con (6f70625: its Newton systems grow ill-conditioned first)
     r = _solve(Phi, y, K, method, pen, grp, par, 1e-6)
     assert r.converged and r.rel_gap <= 1e-6 and r.settings["inner"] == "ipm"
     g = cr.regulariser_value(r.X[:-1], pen, grp)  # recomputed without the package

@@ -179,9 +179,9 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: the turns. PDHG replaces it if it stops short of tol (it stalls where its Newton systems
 #: grow too ill-conditioned to go on). 0.4 (0.25 before the prices of 121a724 lowered the
 #: prediction): real MNIST's l1,inf fits at L = 30 and 50, which column generation
-#: certifies in 0.1-0.2 s, took 0.19-0.32 s with 0.25 against 0.09-0.17 s (three of four;
-#: the fourth 0.08 s both), bench_family's dense l1,inf rows 0.49-0.63 s against 0.57-0.71 s
-#: (measured on 60e00b2)
+#: certifies in 0.1-0.2 s, took 0.19-0.34 s with 0.25 against 0.08-0.21 s (three of four;
+#: the fourth 0.08 against 0.07 s), bench_family's dense l1,inf rows 0.49-0.66 s against
+#: 0.59-0.72 s (measured on 6f70625)
 PORTFOLIO_IPM_MAX_S = 1.0
 PORTFOLIO_IPM_FIRST_SHARE = 0.4
 

@@ -32,7 +32,7 @@ common-shift null direction, closed by a rank-one term), and, once they stand ou
 weights of the groups with the largest bounds (at most :data:`BORDER_MAX`): near the
 optimum their arrow blocks are nearly singular (a weight at its group's bound moves freely
 with the bound) and through P^{-1} the Woodbury identity cancelled huge terms (measured on
-60e00b2 at tol 1e-7, ``bench_family.py``'s l1 rows: without the border the iterations stop
+6f70625 at tol 1e-7, ``bench_family.py``'s l1 rows: without the border the iterations stop
 at certified gaps of 2.4e-6 to 8.7e-5, with it at 3.1e-9 to 4.0e-7). Hinge-con's row enters
 F by its scalar Schur complement. The factor holds a small primal regularisation of the weights
 (:data:`PRIMAL_REGULARISATION`); Mehrotra's direction is refined against the
@@ -67,7 +67,7 @@ LP_PENALTIES = ("l1", "l1inf")
 #: entry swamped the active rows)
 REGULARISATION = 1e-13
 #: the weights' primal regularisation in the Newton systems' factor, divided by the largest
-#: group bound. Measured (60e00b2, tol 1e-7, bench_family's l1,inf rows): without it the
+#: group bound. Measured (6f70625, tol 1e-7, bench_family's l1,inf rows): without it the
 #: iterations stop at certified gaps of 5.2e-5 to 8.4e-5 on MNIST-like features (groups of 81
 #: weights, most of them strictly inside the bound at the optimum) and 8.9e-6 to 2.4e-5 on
 #: the dense noisy problem; with it at 1.4e-6 to 6.8e-6 on both; its l1 rows alike (2.4e-9 to
@@ -81,7 +81,7 @@ STALL_ITERATIONS = 6
 #: at most as many as there are hinge rows)
 BORDER_REL = 1e-2
 BORDER_MAX = 500
-#: iterations assumed by :func:`predicted_seconds`: measured at tol 1e-4 (60e00b2, with the
+#: iterations assumed by :func:`predicted_seconds`: measured at tol 1e-4 (6f70625, with the
 #: iterations for exact zeros), 12-22 on ``benchmarks/bench_family.py``'s dense noisy
 #: problem, 14-21 (l1) and 29-40 (l1,inf) on its MNIST-like one, 37 and 40 alone on real
 #: MNIST features (L = 100 and 30, l1,inf with the 81 channels)
