@@ -237,6 +237,28 @@ def test_bench_family_quick_writes_the_rows(tmp_path):
         assert 0 < r["n_sv"] <= r["L"] and r["nnz_groups"] > 0
     assert record["dropped"] == [] and record["args"]["quick"] is True
     assert "worst ratio" in proc.stdout
+    # --clarabel-from: Clarabel's results of that run, not solved again (its status, times and
+    # objective the same to the bit), the accelerated solver run again
+    again = tmp_path / "again.json"
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_family.py"), "--quick",
+                           "--cap", "30", "--no-forced", "--clarabel-from", str(out),
+                           "--json", str(again)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows2 = json.loads(again.read_text())["rows"]
+    assert len(rows2) == len(rows)
+    for r, r2 in zip(rows, rows2):
+        assert r2["clarabel_reused"] and not r["clarabel_reused"]
+        for key in ("clarabel_solve", "clarabel_wall", "clarabel_status", "clarabel_objective"):
+            assert r2[key] == r[key]
+        assert r2["acc_converged"] and r2["acc_ratio"] == r["clarabel_solve"] / r2["acc_wall"]
+    # a row of another problem under the same name is refused
+    bad = dict(json.loads(out.read_text()))
+    bad["rows"][0]["lam"] *= 2
+    out.write_text(json.dumps(bad))
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_family.py"), "--quick",
+                           "--no-forced", "--clarabel-from", str(out)], capture_output=True,
+                          text=True)
+    assert proc.returncode != 0 and "another problem" in proc.stderr
 
 
 def test_bench_products_times_both_orientations_and_the_sparse_products(tmp_path):

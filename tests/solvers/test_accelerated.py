@@ -79,6 +79,13 @@ def test_auto_engine_per_penalty(random_problem):
         if inner == "portfolio":  # a small problem: column generation's first turn solves it
             assert r.settings["engine"] == "cg"
             assert all(t == 0.0 for e, t in r.settings["engine_seconds"].items() if e != "cg")
+    # l12 with groups of at most L12_CG_MAX_GROUP entries and more than L12_CG_MAX_ROWS
+    # hinge rows (2700 here, the News20-like problem of bench_family): both engines in turns
+    geo5 = make_penalty("l12", acc.L12_CG_MAX_GROUP, 5000, 10)
+    assert acc._choose_inner("auto", geo5, 300, 5000, 10) == "portfolio"
+    assert acc._choose_inner("auto", geo5, 100, 5000, 10) == "cg"  # 900 rows
+    geo6 = make_penalty("l12", acc.L12_CG_MAX_GROUP + 1, 5000, 10)
+    assert acc._choose_inner("auto", geo6, 300, 5000, 10) == "pdhg"
     # l12 with groups larger than L12_CG_MAX_GROUP: PDHG
     Phi6, y6, K6 = random_problem(1, L=12, M=16, K=acc.L12_CG_MAX_GROUP + 1)
     r = acc.hinge_reg(Phi6, y6, K6, "l12", "features", lam=2.0, tol=1e-3)
@@ -354,6 +361,53 @@ def test_idle_atoms_are_deleted_and_the_optimum_kept(random_problem, monkeypatch
         # the master point is rebuilt from the remaining atoms: its objective is the certificate's
         assert r.n_iter > 1
     assert sum(dropped) > 0
+
+
+@pytest.mark.parametrize("pen,grp", [("l1", None), ("l12", 2)])
+def test_l12_atoms_wait_longer_for_deletion_while_the_gap_stalls(random_problem, pen, grp):
+    """l12's atoms (directions, never priced twice exactly: deleting them can make the rounds
+    cycle) are deleted after ATOM_DROP_AFTER idle solves, twice as many after each
+    ATOM_STALL_ROUNDS rounds without a smaller certified gap, at most ATOM_PATIENCE_MAX times;
+    l1's (finitely many) always after ATOM_DROP_AFTER."""
+    from sparsesvm.model.operator import MulticlassOperator
+
+    Phi, y, K = random_problem(1, L=12, M=8, K=3)
+    op = MulticlassOperator(Phi, y, K)
+    cg = colgen._ColumnGeneration(op, make_penalty(pen, grp, 8, K), "reg", 1.0, 1e-6, 100, None,
+                                  lambda *a: None)
+    base, stall = colgen.ATOM_DROP_AFTER, colgen.ATOM_STALL_ROUNDS
+    seen = []
+    for gap in [1.0, 0.5] + [0.6] * stall + [0.4] + [0.4] * (stall * (colgen.ATOM_PATIENCE_MAX + 2)):
+        cg._watch(gap)
+        seen.append(cg.patience)
+    if pen == "l1":
+        assert set(seen) == {base}
+        return
+    assert seen[:1 + stall] == [base] * (1 + stall) and seen[1 + stall] == 2 * base
+    assert seen[2 + stall] == 2 * base  # a smaller gap: the count starts again
+    assert max(seen) == base * 2 ** colgen.ATOM_PATIENCE_MAX == seen[-1]
+    assert all(b in (a, 2 * a) for a, b in zip(seen, seen[1:]))
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+def test_atoms_are_deleted_after_the_engines_patience(random_problem, monkeypatch):
+    """No atom is deleted before it has been idle (nonbasic at 0) at the engine's ``patience``
+    solves, and with the patience raised at every round (as after stalls) the optimum is
+    CVXPY's."""
+    monkeypatch.setattr(colgen._ColumnGeneration, "_watch",
+                        lambda self, gap: setattr(self, "patience", min(2 * self.patience, 12)))
+    ages = []
+    stale_atoms = colgen._Master.stale_atoms
+
+    def spy(self, patience=colgen.ATOM_DROP_AFTER):
+        drop = stale_atoms(self, patience)
+        ages.append((patience, self._atom_age[drop]))
+        return drop
+
+    monkeypatch.setattr(colgen._Master, "stale_atoms", spy)
+    _check_against_cvx(random_problem, "hinge-reg", "l12", 2, "cg", seed=4, L=30, M=12, K=4)
+    assert ages and all((age >= patience).all() for patience, age in ages)
+    assert any(patience > colgen.ATOM_DROP_AFTER for patience, _ in ages)
 
 
 def _spy(monkeypatch, name, calls, tag):

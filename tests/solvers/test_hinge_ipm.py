@@ -116,6 +116,44 @@ def test_newton_system_matches_a_dense_solve(random_problem, monkeypatch, pen, g
     np.testing.assert_allclose(e2, -dW - tg, rtol=0, atol=1e-9 * np.abs(x).max())
 
 
+def test_border_wider_than_the_hinge_rows_waits_for_an_inaccurate_direction(random_problem):
+    """A border wider than the L(K - 1) hinge rows (its own factor would cost more than S's) is
+    left out (``border_cut``), up to BORDER_MAX once the limit is raised (both factors solve
+    the Newton system: the dense solve's test above); in a run, the first direction whose
+    refined residual exceeds WIDEN_RESIDUAL raises it, and the iterations reach a 1e-8 gap
+    on this problem (without the widening they stall at 1e-6)."""
+    Phi, y, K = random_problem(0, L=8, M=40, K=3, labels="random")  # 16 hinge rows, 120 weights
+    op = MulticlassOperator(Phi, y, K)
+    geo = make_penalty("l1inf", 2, 40, K)
+    lp = hinge_ipm._HingeLP(op, geo, "reg", 0.7)
+    v = _random_iterate(lp, np.random.default_rng(0), spread=6)
+    v["t"][:] = 1.0  # every group among the border's candidates
+    lp.factor(v)
+    assert lp.border_limit == 16 and len(lp.bflat) == 0 and lp.border_cut
+    lp.border_limit = hinge_ipm.BORDER_MAX
+    lp.factor(v)
+    assert len(lp.bflat) == 120 and not lp.border_cut
+    eng = acc._interior_point(op, geo, "reg", 0.7, 1e-8, 100, None, lambda *a: None)
+    step, seen = eng._iterate, []
+
+    def iterate():
+        limit = eng.lp.border_limit
+        out = step()
+        seen.append((limit, len(eng.lp.bflat), eng.lp.residual))
+        return out
+
+    eng._iterate = iterate
+    eng.advance()
+    assert eng.converged and eng.best.rel_gap <= 1e-8
+    widened = [i for i, (limit, _, _) in enumerate(seen) if limit == hinge_ipm.BORDER_MAX]
+    assert widened and all(width <= 16 for _, width, _ in seen[:widened[0] - 1])
+    assert seen[widened[0] - 1][1] > 16  # the widening iteration was done again with it
+    pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l1inf", 2, lam=0.7)
+    X = eng.X
+    obj = cr.regulariser_value(X[:-1], "l1inf", 2) + 0.7 * cr.hinge_loss_np(Phi, y, X)
+    assert abs(obj - pstar) <= 1e-7 * abs(pstar)
+
+
 @pytest.mark.parametrize("kind", ["reg", "con"])
 @pytest.mark.parametrize("pen,grp", PENALTIES)
 def test_centrality_correctors_keep_the_newton_equations_and_lengthen_the_step(

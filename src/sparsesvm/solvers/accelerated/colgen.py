@@ -70,6 +70,13 @@ ROWGEN_DROP_AFTER = 3
 #: an atom column nonbasic at 0 at this many consecutive master solutions is deleted
 #: (it may be priced again later)
 ATOM_DROP_AFTER = 3
+#: l12: after every ATOM_STALL_ROUNDS rounds without a smaller certified gap, atoms are
+#: deleted only after twice as many solves (up to ATOM_DROP_AFTER x 2^ATOM_PATIENCE_MAX). l12's
+#: atoms are directions (-V_g / ||V_g||) that are never priced twice exactly, and deleting
+#: them can make the rounds cycle: on ``benchmarks/bench_family.py``'s News20-like problem
+#: (...)
+ATOM_STALL_ROUNDS = 5
+ATOM_PATIENCE_MAX = 4
 
 #: iteration cap of a warm-started master solve: max(WARM_ITER_MIN, WARM_ITER_PER_ROW x rows);
 #: past it the master is solved cold by the dual simplex
@@ -302,9 +309,9 @@ class _Master:
                            R.indices.astype(np.int32), R.data.astype(float))
             self._dual_next = True
 
-    def stale_atoms(self):
-        """Mask of the atom columns nonbasic at 0 at :data:`ATOM_DROP_AFTER` consecutive
-        solves (HiGHS only: the linprog fallback keeps every atom)."""
+    def stale_atoms(self, patience=ATOM_DROP_AFTER):
+        """Mask of the atom columns nonbasic at 0 at ``patience`` (an int, or one per atom)
+        consecutive solves (HiGHS only: the linprog fallback keeps every atom)."""
         n = len(self.atom_cols)
         if self.h is None or n == 0:
             return np.zeros(n, dtype=bool)
@@ -314,7 +321,7 @@ class _Master:
             basic = highs.highspy.HighsBasisStatus.kBasic
             idle &= np.array([st != basic for st in status])
         self._atom_age = _aged(self._atom_age, idle)
-        return self._atom_age >= ATOM_DROP_AFTER
+        return self._atom_age >= patience
 
     def drop_atoms(self, drop):
         """Delete the atom columns of mask ``drop``."""
@@ -608,6 +615,10 @@ class _ColumnGeneration:
         self.Y = np.zeros((L, K))
         self.rounds = 0
         self.converged = self.finished = False
+        # the solves nonbasic at 0 after which an atom is deleted (l12: doubled while the
+        # certified gap stalls, ATOM_STALL_ROUNDS), the smallest gap so far and the rounds since
+        self.patience = ATOM_DROP_AFTER
+        self._least, self._stall = np.inf, 0
 
     def advance(self, until):
         """Run rounds until :attr:`finished` or, after a round (or inside a master solve
@@ -640,6 +651,7 @@ class _ColumnGeneration:
                 best = hinge_con_gap(op, X, Y, geo, eta=par, TX=TX)
             self.X, self.Y, self.best = X, Y, best
             self.record(best, self.rounds - 1, X)
+            self._watch(best.rel_gap)
             if best.rel_gap <= self.tol:
                 self.converged = self.finished = True
                 break
@@ -652,12 +664,24 @@ class _ColumnGeneration:
             if clock.past(until):
                 break
 
+    def _watch(self, gap):
+        """l12: double :attr:`patience` (at most :data:`ATOM_PATIENCE_MAX` times) after each
+        :data:`ATOM_STALL_ROUNDS` rounds without a smaller certified gap."""
+        if gap < self._least:
+            self._least, self._stall = gap, 0
+            return
+        self._stall += 1
+        if (self.geo.name == "l12" and self._stall >= ATOM_STALL_ROUNDS
+                and self.patience < ATOM_DROP_AFTER * 2 ** ATOM_PATIENCE_MAX):
+            self.patience *= 2
+            self._stall = 0
+
     def _next_columns(self, TX, a, slack):
         """Grow the master for its next solve (rows, atoms, or the slack's cost);
         False when nothing is left to add (the loop ends)."""
         master, pricing, rows, kind, par = self.master, self.pricing, self.rows, self.kind, self.par
         grown = False
-        stale = master.stale_atoms()  # keeps the master small too
+        stale = master.stale_atoms(self.patience)  # keeps the master small too
         if master.interior is not None:  # an atom dropped before stays (_Pricing.returned)
             stale &= ~pricing.returned()
         master.drop_atoms(stale)

@@ -7,8 +7,8 @@ result is the exact-hinge optimum to the stated tolerance.
 
 Five inner engines and a portfolio of two (option ``inner``; the default ``"auto"`` takes
 ``"portfolio"`` for l1 and l1inf, ``"cg"`` for l12 with groups of at most
-:data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge
-rows L(K-1), or with groups of at most :data:`L12_CG_MAX_GROUP_WIDE` entries
+:data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge rows L(K-1)
+(``"portfolio"`` above), or with groups of at most :data:`L12_CG_MAX_GROUP_WIDE` entries
 and at least :data:`L12_CG_GROUPS_PER_ROW` groups per hinge row, ``"pdhg"``
 for the other l12 problems; for l2 ``"qp"`` when
 L(K-1) <= :data:`QP_MAX_VARS`, M >= L (then the Gram matrix generically has
@@ -144,10 +144,12 @@ DEFAULTS = dict(
 )
 
 #: inner="auto" takes column generation for l12 when a group has at most
-#: L12_CG_MAX_GROUP entries and the master has at most L12_CG_MAX_ROWS = L(K-1) rows;
-#: measured (benchmarks/bench_l12_engines.py, News20-like): much faster than PDHG with
-#: groups of 5 and 76 or 400 rows, slower with groups of 10 or 20 when the groups are
-#: not much more numerous than the rows, and with groups of 5 but 3800 rows
+#: L12_CG_MAX_GROUP entries and the master has at most L12_CG_MAX_ROWS = L(K-1) rows, and
+#: both engines in turns (the portfolio) with more rows; measured
+#: (benchmarks/bench_l12_engines.py, News20-like): column generation much faster than PDHG
+#: with groups of 5 and 76 or 400 rows, slower with groups of 10 or 20 when the groups are
+#: not much more numerous than the rows. With groups of 5 and more rows neither wins
+#: everywhere (...); until ... PDHG alone took them
 L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
 #: ... and also when a group has at most L12_CG_MAX_GROUP_WIDE entries and there are at
@@ -318,9 +320,12 @@ def _choose_inner(inner, geo, L, M, K):
         elif geo.name == "l12":  # polyhedral atoms approximate small groups' balls well
             size, rows = geo.group_shape[1], L * (K - 1)
             n_groups = geo.group_shape[0] * geo.group_shape[2]
-            small = size <= L12_CG_MAX_GROUP and rows <= L12_CG_MAX_ROWS
+            small = size <= L12_CG_MAX_GROUP
             many = size <= L12_CG_MAX_GROUP_WIDE and n_groups >= L12_CG_GROUPS_PER_ROW * rows
-            inner = "cg" if small or many else "pdhg"
+            if small and rows > L12_CG_MAX_ROWS and not many:
+                inner = "portfolio"  # no size rule tells which engine wins: both in turns
+            else:
+                inner = "cg" if small or many else "pdhg"
         else:  # the dual QP's Hessian has full rank (generically) when M >= L
             inner = ("qp" if highs.highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
                      else "dcd")

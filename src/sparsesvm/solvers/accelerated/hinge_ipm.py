@@ -77,10 +77,18 @@ PRIMAL_REGULARISATION = 1e-5
 #: Newton systems' rounding then moves the iterates more than the steps improve them)
 STALL_ITERATIONS = 6
 #: groups whose bound t_g is at least BORDER_REL times the largest are solved with the
-#: border (:meth:`_HingeLP._choose_border`) when they hold at most BORDER_MAX weights (or
-#: at most as many as there are hinge rows)
+#: border (:meth:`_HingeLP._choose_border`) when they hold at most as many weights as there
+#: are hinge rows L(K - 1) and at most BORDER_MAX: a wider border's own factor, of L + K + its
+#: weights columns, costs more than S's. Once a direction's relative residual after its
+#: refinement exceeds WIDEN_RESIDUAL with such a border left out, the iteration is done again
+#: with it, and so are the next ones (:meth:`InteriorPoint._iterate`). Measured on
+#: ``benchmarks/bench_family.py``'s 100 x 500 x 3 problem, l1,inf hinge-con (490-500 such
+#: weights from its 11th iteration on, 200 hinge rows): at tol 1e-4 ...; at tol 1e-7 the
+#: residuals without that border grow from 1e-11 to 1.6e-8 at a gap of 3e-6, then 7e-5, and
+#: that step threw the gap from 4e-7 back to 2e-3 (with it they stay below 1e-11 to 9e-9)
 BORDER_REL = 1e-2
 BORDER_MAX = 500
+WIDEN_RESIDUAL = 1e-6
 #: iterations assumed by :func:`predicted_seconds`: measured at tol 1e-4 (6f70625, with the
 #: iterations for exact zeros), 12-22 on ``benchmarks/bench_family.py``'s dense noisy
 #: problem, 14-21 (l1) and 29-40 (l1,inf) on its MNIST-like one, 37 and 40 alone on real
@@ -249,6 +257,12 @@ class _HingeLP:
         self.con = kind == "con"
         self.c_xi = 0.0 if self.con else self.par
         self.bflat = np.zeros(0, dtype=np.intp)  # the border's weights (none before a factor)
+        # the border's width: at most the hinge rows' count, up to BORDER_MAX once a direction
+        # was inaccurate without (InteriorPoint._iterate); border_cut: the last factor left
+        # out a border within BORDER_MAX; residual: the last refined solve's relative residual
+        self.border_limit = min(BORDER_MAX, len(self.st.li))
+        self.border_cut = False
+        self.residual = 0.0
 
     # -- the rows' products -------------------------------------------------
     def hinge_values(self, W, b):
@@ -367,14 +381,16 @@ class _HingeLP:
     def _choose_border(self, t):
         """The groups solved with the border instead of through P: those whose bound t_g is
         at least :data:`BORDER_REL` times the largest, when they hold at most
-        :data:`BORDER_MAX` weights (else none: early iterations, before the active groups
-        stand out). Their (W, t_g) arrow blocks become nearly singular near the optimum (a
+        :attr:`border_limit` weights (else none: early iterations, before the active groups
+        stand out, and borders wider than S). Their (W, t_g) arrow blocks become nearly singular near the optimum (a
         weight at the group's bound, or strictly inside it, moves freely with t_g), and
         through P^{-1} the Woodbury identity would cancel huge terms."""
         st = self.st
         cand = t >= BORDER_REL * t.max()
         members = st.members[cand]
-        if (members >= 0).sum() > BORDER_MAX:
+        width = (members >= 0).sum()
+        self.border_cut = self.border_limit < width <= BORDER_MAX
+        if width > self.border_limit:
             cand[:] = False
             members = st.members[:0]
         self.bgroups = np.flatnonzero(cand)
@@ -467,6 +483,7 @@ class _HingeLP:
             if not norm_new < norm:  # the factor is too inaccurate to refine with
                 break
             dx, r, norm = new, r_new, norm_new
+        self.residual = norm / max(_norm(g), np.finfo(float).tiny)
         return dx
 
     def _solve(self, gW, gb, gt, gxi):
@@ -797,6 +814,14 @@ class InteriorPoint:
         except np.linalg.LinAlgError:
             return False
         d, steps, target = _predictor_corrector(lp, v, rp, rd)
+        if lp.border_cut and lp.residual > WIDEN_RESIDUAL:
+            # inaccurate without the wide border (BORDER_MAX): this iteration again with it
+            lp.border_limit = BORDER_MAX
+            try:
+                lp.factor(v)
+            except np.linalg.LinAlgError:
+                return False
+            d, steps, target = _predictor_corrector(lp, v, rp, rd)
         ap, ad = _centrality_correctors(lp, v, rp, rd, d, *steps, target)
         ap, ad = STEP_FRACTION * ap, STEP_FRACTION * ad
         for k in ("W", "b", "t") + tuple(s for s, _, _ in _pairs(lp)):
