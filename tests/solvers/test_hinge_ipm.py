@@ -133,7 +133,8 @@ def test_border_wider_than_the_hinge_rows_waits_for_an_inaccurate_direction(rand
     lp.border_limit = hinge_ipm.BORDER_MAX
     lp.factor(v)
     assert len(lp.bflat) == 120 and not lp.border_cut
-    eng = acc._interior_point(op, geo, "reg", 0.7, 1e-8, 100, None, lambda *a: None)
+    clock = clk.WorkClock()
+    eng = acc._interior_point(op, geo, "reg", 0.7, 1e-8, 100, None, lambda *a: None, clock=clock)
     step, seen = eng._iterate, []
 
     def iterate():
@@ -148,6 +149,12 @@ def test_border_wider_than_the_hinge_rows_waits_for_an_inaccurate_direction(rand
     widened = [i for i, (limit, _, _) in enumerate(seen) if limit == hinge_ipm.BORDER_MAX]
     assert widened and all(width <= 16 for _, width, _ in seen[:widened[0] - 1])
     assert seen[widened[0] - 1][1] > 16  # the widening iteration was done again with it
+    # each iteration charged with the border it had, the widening one twice (without it first)
+    def price(width):
+        return hinge_ipm.iteration_seconds(8, 40, K, geo.group_shape[0] * geo.group_shape[2],
+                                           True, border=width)
+
+    assert clock.seconds == pytest.approx(sum(price(w) for _, w, _ in seen) + price(0), rel=1e-12)
     pstar, _ = cr.solve("hinge-reg", Phi, y, K, "l1inf", 2, lam=0.7)
     X = eng.X
     obj = cr.regulariser_value(X[:-1], "l1inf", 2) + 0.7 * cr.hinge_loss_np(Phi, y, X)

@@ -816,6 +816,8 @@ class InteriorPoint:
         d, steps, target = _predictor_corrector(lp, v, rp, rd)
         if lp.border_cut and lp.residual > WIDEN_RESIDUAL:
             # inaccurate without the wide border (BORDER_MAX): this iteration again with it
+            # (the first attempt charged to the clock too)
+            self.clock.charge(iteration_seconds(*self._shape, border=len(lp.bflat)))
             lp.border_limit = BORDER_MAX
             try:
                 lp.factor(v)
