@@ -149,7 +149,12 @@ DEFAULTS = dict(
 #: (benchmarks/bench_l12_engines.py, News20-like): column generation much faster than PDHG
 #: with groups of 5 and 76 or 400 rows, slower with groups of 10 or 20 when the groups are
 #: not much more numerous than the rows. With groups of 5 and more rows neither wins
-#: everywhere (...); until ... PDHG alone took them
+#: everywhere, and until e0a94f5 PDHG alone took them: on benchmarks/bench_family.py's
+#: News20-like problem (2700 rows) PDHG did not certify hinge-reg@2 (4.4e-4 after 38 s),
+#: certified hinge-con in 12.2 s and hinge-reg@5 in 12.9 s, column generation (with
+#: ATOM_STALL_ROUNDS) 2.2, 3.6 and 38 s alone, the portfolio 2.3, 8.3 and 24 s (fresh clones
+#: of 20d3613 and 912e159; `bench_l12_engines.py --cap 20` on 20d3613, its 200 x 5000 x 20
+#: case with blocks of 5, 3800 rows: column generation 0.95 s, PDHG 11.6 s)
 L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
 #: ... and also when a group has at most L12_CG_MAX_GROUP_WIDE entries and there are at
@@ -183,13 +188,13 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: prediction): real MNIST's l1,inf fits at L = 30 and 50, which column generation
 #: certifies in 0.1-0.2 s, took 0.19-0.34 s with 0.25 against 0.08-0.21 s (three of four;
 #: the fourth 0.08 against 0.07 s), bench_family's dense l1,inf rows 0.49-0.66 s against
-#: 0.59-0.72 s (measured on 6f70625). PORTFOLIO_IPM_MAX_S 4 (1 until ...): with 1,
+#: 0.59-0.72 s (measured on 6f70625). PORTFOLIO_IPM_MAX_S 4 (1 until 3f96ca4): with 1,
 #: benchmarks/bench_family.py's MNIST-like problem of 100 images (predicted 1.48 s) ran
-#: PDHG, which certified its l1,inf rows in 27-43 s, where the interior point alone takes
-#: 2.6-3.2 s; measured (this machine, beside another job): the portfolio with 4 took 2.8-3.4
-#: s there, on the dense 300 x 5000 x 3 problem (predicted 1.9-2.0 s) 2.5-3.9 s against
-#: 3.3-8.2 s (0.54 s both, column generation's, on one row), on the dense 300 x 2000 x 5 one
-#: (2.8 s) 1.9-3.8 s against 0.9-4.2 s
+#: PDHG, which certified its l1,inf rows in 28-40 s (Clarabel: 38-45 s); with 4 the portfolio
+#: takes 2.3-2.9 s there (the interior point's), on the dense 300 x 5000 x 3 problem
+#: (predicted 1.9-2.0 s) 2.0-3.0 s against 2.6-7.5 s on five of its six l1 and l1,inf rows
+#: (0.14-0.16 s, column generation's, on the sixth), on the dense 300 x 2000 x 5 one (2.8 s)
+#: 1.5-3.1 s against 0.63-3.9 s (fresh clones of 20d3613 and 912e159)
 PORTFOLIO_IPM_MAX_S = 4.0
 PORTFOLIO_IPM_FIRST_SHARE = 0.4
 
