@@ -257,10 +257,10 @@ def run_one(args, name, Phi, y, K, penalty, method, factor, gsize, reference=Non
                     f"{tag}_cert_gap": r.rel_gap, f"{tag}_objective": r.objective,
                     f"{tag}_true_gap": (r.objective - pref) / abs(pref), f"{tag}_iter": r.n_iter,
                     f"{tag}_cap": cap})
-        ok = r.converged and cl["solve"] is not None and cl["status"] == "optimal"
+        known = r.converged and cl["solve"] is not None
+        ok, capped = (known and cl["status"] == s for s in ("optimal", "user_limit"))
         row[f"{tag}_ratio"] = cl["solve"] / wall if ok else None
         row[f"{tag}_ratio_wall"] = cl["wall"] / wall if ok else None
-        capped = r.converged and cl["solve"] is not None and cl["status"] == "user_limit"
         row[f"{tag}_ratio_lower"] = cl["solve"] / wall if capped else None
     return row
 
@@ -355,11 +355,8 @@ def print_tables(rows, dropped):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         for tag in [k[:-len("_engine")] for k in r if k.endswith("_engine")]:
-            ratio = r[f"{tag}_ratio"]
-            if r.get(f"{tag}_ratio_lower") is not None:
-                ratio = r[f"{tag}_ratio_lower"]
-                if ratio >= 10:
-                    continue
+            lower = r.get(f"{tag}_ratio_lower")
+            ratio = r[f"{tag}_ratio"] if lower is None else lower
             if ratio is None or ratio < 10:
                 how = "auto" if tag == "acc" else "forced"
                 print(f"| {r[tag + '_engine']} ({how}) | {r['problem']} | {r['penalty']} | "

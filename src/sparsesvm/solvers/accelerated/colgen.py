@@ -314,8 +314,8 @@ class _Master:
             self._dual_next = True
 
     def stale_atoms(self, patience=ATOM_DROP_AFTER):
-        """Mask of the atom columns nonbasic at 0 at ``patience`` (an int, or one per atom)
-        consecutive solves (HiGHS only: the linprog fallback keeps every atom)."""
+        """Mask of the atom columns nonbasic at 0 at ``patience`` consecutive solves (HiGHS
+        only: the linprog fallback keeps every atom)."""
         n = len(self.atom_cols)
         if self.h is None or n == 0:
             return np.zeros(n, dtype=bool)
@@ -671,12 +671,14 @@ class _ColumnGeneration:
     def _watch(self, gap):
         """l12: double :attr:`patience` (at most :data:`ATOM_PATIENCE_MAX` times) after each
         :data:`ATOM_STALL_ROUNDS` rounds without a smaller certified gap."""
+        if self.geo.name != "l12":
+            return
         if gap < self._least:
             self._least, self._stall = gap, 0
             return
         self._stall += 1
-        if (self.geo.name == "l12" and self._stall >= ATOM_STALL_ROUNDS
-                and self.patience < ATOM_DROP_AFTER * 2 ** ATOM_PATIENCE_MAX):
+        most = ATOM_DROP_AFTER * 2 ** ATOM_PATIENCE_MAX
+        if self._stall >= ATOM_STALL_ROUNDS and self.patience < most:
             self.patience *= 2
             self._stall = 0
 

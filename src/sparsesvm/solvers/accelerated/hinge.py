@@ -333,10 +333,12 @@ def _choose_inner(inner, geo, L, M, K):
             n_groups = geo.group_shape[0] * geo.group_shape[2]
             small = size <= L12_CG_MAX_GROUP
             many = size <= L12_CG_MAX_GROUP_WIDE and n_groups >= L12_CG_GROUPS_PER_ROW * rows
-            if small and rows > L12_CG_MAX_ROWS and not many:
-                inner = "portfolio"  # no size rule tells which engine wins: both in turns
+            if many or (small and rows <= L12_CG_MAX_ROWS):
+                inner = "cg"
+            elif small:  # no size rule tells which engine wins: both in turns
+                inner = "portfolio"
             else:
-                inner = "cg" if small or many else "pdhg"
+                inner = "pdhg"
         else:  # the dual QP's Hessian has full rank (generically) when M >= L
             inner = ("qp" if highs.highspy is not None and L * (K - 1) <= QP_MAX_VARS and M >= L
                      else "dcd")

@@ -264,6 +264,7 @@ class _HingeLP:
         # the border's width: at most the hinge rows' count, up to BORDER_MAX once a direction
         # was inaccurate without (InteriorPoint._iterate); border_cut: the last factor left
         # out a border within BORDER_MAX; residual: the last refined solve's relative residual
+        # (0 where no border was cut)
         self.border_limit = min(BORDER_MAX, len(self.st.li))
         self.border_cut = False
         self.residual = 0.0
@@ -487,7 +488,8 @@ class _HingeLP:
             if not norm_new < norm:  # the factor is too inaccurate to refine with
                 break
             dx, r, norm = new, r_new, norm_new
-        self.residual = norm / max(_norm(g), np.finfo(float).tiny)
+        # (read only where a border was cut: InteriorPoint._iterate)
+        self.residual = norm / max(_norm(g), np.finfo(float).tiny) if self.border_cut else 0.0
         return dx
 
     def _solve(self, gW, gb, gt, gxi):
@@ -813,21 +815,18 @@ class InteriorPoint:
         """One predictor-corrector iteration; False if the Newton system could not be factored."""
         lp, v = self.lp, self.v
         rp, rd = _residuals(lp, v, self._tx)
-        try:
-            lp.factor(v)
-        except np.linalg.LinAlgError:
-            return False
-        d, steps, target = _predictor_corrector(lp, v, rp, rd)
-        if lp.border_cut and lp.residual > WIDEN_RESIDUAL:
-            # inaccurate without the wide border (BORDER_MAX): this iteration again with it
-            # (the first attempt charged to the clock too)
-            self.clock.charge(iteration_seconds(*self._shape, border=len(lp.bflat)))
-            lp.border_limit = BORDER_MAX
+        while True:  # at most twice: once more with the wide border (BORDER_MAX)
             try:
                 lp.factor(v)
             except np.linalg.LinAlgError:
                 return False
             d, steps, target = _predictor_corrector(lp, v, rp, rd)
+            if not (lp.border_cut and lp.residual > WIDEN_RESIDUAL):
+                break
+            # inaccurate without the wide border: this iteration again with it (the first
+            # attempt charged to the clock too; the limit stays raised, so border_cut is off)
+            self.clock.charge(iteration_seconds(*self._shape, border=len(lp.bflat)))
+            lp.border_limit = BORDER_MAX
         ap, ad = _centrality_correctors(lp, v, rp, rd, d, *steps, target)
         ap, ad = STEP_FRACTION * ap, STEP_FRACTION * ad
         for k in ("W", "b", "t") + tuple(s for s, _, _ in _pairs(lp)):
