@@ -75,9 +75,9 @@ ATOM_DROP_AFTER = 3
 #: atoms are directions (-V_g / ||V_g||) that are never priced twice exactly, and deleting
 #: them can make the rounds cycle: on ``benchmarks/bench_family.py``'s News20-like problem
 #: (l12, blocks of 5, inner="cg") the certified gap wandered between 1e-3 and 0.5 for 300
-#: rounds. Measured (fresh clones of 20d3613 and of 912e159, before it): hinge-reg@2 2.2 s
-#: in 64 rounds against 7.6 s in 306, hinge-con 3.6 s in 44 against 9.0 s in 195, hinge-reg@5
-#: the same 23 rounds (38 s); the family's other column-generation l1,2 rows (leukemia- and
+#: rounds. Measured (fresh clones of 5038d8e and of 912e159, before it): hinge-reg@2 2.6 s
+#: in 64 rounds against 7.6 s in 306, hinge-con 4.0 s in 44 against 9.0 s in 195, hinge-reg@5
+#: the same 23 rounds (39 and 38 s); the family's other column-generation l1,2 rows (leukemia- and
 #: MNIST-like) the same rounds and certified gaps, their gaps never stalling so long
 ATOM_STALL_ROUNDS = 5
 ATOM_PATIENCE_MAX = 4

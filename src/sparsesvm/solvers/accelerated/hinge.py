@@ -152,8 +152,8 @@ DEFAULTS = dict(
 #: everywhere, and until e0a94f5 PDHG alone took them: on benchmarks/bench_family.py's
 #: News20-like problem (2700 rows) PDHG did not certify hinge-reg@2 (4.4e-4 after 38 s),
 #: certified hinge-con in 12.2 s and hinge-reg@5 in 12.9 s, column generation (with
-#: ATOM_STALL_ROUNDS) 2.2, 3.6 and 38 s alone, the portfolio 2.3, 8.3 and 24 s (fresh clones
-#: of 20d3613 and 912e159; `bench_l12_engines.py --cap 20` on 20d3613, its 200 x 5000 x 20
+#: ATOM_STALL_ROUNDS) 2.6, 4.0 and 39 s alone, the portfolio 2.2, 8.1 and 24 s (fresh clones
+#: of 5038d8e and 912e159; `bench_l12_engines.py --cap 20` on 20d3613, its 200 x 5000 x 20
 #: case with blocks of 5, 3800 rows: column generation 0.95 s, PDHG 11.6 s)
 L12_CG_MAX_GROUP = 5
 L12_CG_MAX_ROWS = 1000
@@ -191,10 +191,10 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: 0.59-0.72 s (measured on 6f70625). PORTFOLIO_IPM_MAX_S 4 (1 until 3f96ca4): with 1,
 #: benchmarks/bench_family.py's MNIST-like problem of 100 images (predicted 1.48 s) ran
 #: PDHG, which certified its l1,inf rows in 28-40 s (Clarabel: 38-45 s); with 4 the portfolio
-#: takes 2.3-2.9 s there (the interior point's), on the dense 300 x 5000 x 3 problem
-#: (predicted 1.9-2.0 s) 2.0-3.0 s against 2.6-7.5 s on five of its six l1 and l1,inf rows
-#: (0.14-0.16 s, column generation's, on the sixth), on the dense 300 x 2000 x 5 one (2.8 s)
-#: 1.5-3.1 s against 0.63-3.9 s (fresh clones of 20d3613 and 912e159)
+#: takes 2.0-2.7 s there (the interior point's), on the dense 300 x 5000 x 3 problem
+#: (predicted 1.9-2.0 s) 2.3-3.2 s against 2.6-7.5 s on five of its six l1 and l1,inf rows
+#: (0.16 s, column generation's, on the sixth), on the dense 300 x 2000 x 5 one (2.8 s)
+#: 1.5-3.4 s against 0.63-3.9 s (fresh clones of 5038d8e and 912e159)
 PORTFOLIO_IPM_MAX_S = 4.0
 PORTFOLIO_IPM_FIRST_SHARE = 0.4
 

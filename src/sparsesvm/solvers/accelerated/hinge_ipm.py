@@ -84,8 +84,8 @@ STALL_ITERATIONS = 6
 #: with it, and so are the next ones (:meth:`InteriorPoint._iterate`). Measured on
 #: ``benchmarks/bench_family.py``'s 100 x 500 x 3 problem, l1,inf hinge-con (490-500 such
 #: weights from its 11th iteration on, 200 hinge rows), the engine alone at tol 1e-4 (least of
-#: 3, fresh clones of 20d3613 and of 912e159, whose border took them): 0.075 s against
-#: 0.117 s, the same 14 iterations and support (51 groups); its l1 rows 0.055-0.060 s against
+#: 3, fresh clones of 5038d8e and of 912e159, whose border took them): 0.075 s against
+#: 0.117 s, the same 14 iterations and support (51 groups); its l1 rows 0.056-0.064 s against
 #: 0.065-0.072 s (the early iterations' borders of every weight gone). At tol 1e-7 the residuals
 #: without that border grow from 1e-11 to 1.6e-8 at a gap of 3e-6, then 7e-5, and that step
 #: threw the gap from 4e-7 back to 2e-3; with the widening all six rows stop where 912e159's
