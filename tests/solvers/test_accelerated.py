@@ -84,10 +84,16 @@ def test_auto_engine_per_penalty(random_problem):
     geo5 = make_penalty("l12", acc.L12_CG_MAX_GROUP, 5000, 10)
     assert acc._choose_inner("auto", geo5, 300, 5000, 10) == "portfolio"
     assert acc._choose_inner("auto", geo5, 100, 5000, 10) == "cg"  # 900 rows
+    # ... and with groups of up to L12_CG_MAX_GROUP_WIDE entries not many against the rows
+    # (PDHG first, see test_portfolio_gives_pdhg_the_first_turn...), PDHG alone above
     geo6 = make_penalty("l12", acc.L12_CG_MAX_GROUP + 1, 5000, 10)
-    assert acc._choose_inner("auto", geo6, 300, 5000, 10) == "pdhg"
-    # l12 with groups larger than L12_CG_MAX_GROUP: PDHG
-    Phi6, y6, K6 = random_problem(1, L=12, M=16, K=acc.L12_CG_MAX_GROUP + 1)
+    assert acc._choose_inner("auto", geo6, 300, 5000, 10) == "portfolio"
+    geo_wide = make_penalty("l12", acc.L12_CG_MAX_GROUP_WIDE, 5000, 10)
+    assert acc._choose_inner("auto", geo_wide, 300, 5000, 10) == "portfolio"
+    geo11 = make_penalty("l12", acc.L12_CG_MAX_GROUP_WIDE + 1, 5000, 10)
+    assert acc._choose_inner("auto", geo11, 300, 5000, 10) == "pdhg"
+    # l12 with groups larger than L12_CG_MAX_GROUP_WIDE: PDHG
+    Phi6, y6, K6 = random_problem(1, L=24, M=16, K=acc.L12_CG_MAX_GROUP_WIDE + 1)
     r = acc.hinge_reg(Phi6, y6, K6, "l12", "features", lam=2.0, tol=1e-3)
     assert r.converged and r.settings["inner"] == "pdhg"
     # ... unless they are at most L12_CG_MAX_GROUP_WIDE entries and many against the rows
@@ -98,7 +104,8 @@ def test_auto_engine_per_penalty(random_problem):
     pstar, _ = cr.solve("hinge-reg", Phi9, y9, K9, "l12", b, lam=2.0)
     assert r.objective - pstar <= 1e-4 * pstar + 1e-9
     Phi9, y9, K9 = random_problem(2, L=6, M=b * acc.L12_CG_GROUPS_PER_ROW * 4 - b, K=3)  # 93 groups
-    assert acc.hinge_reg(Phi9, y9, K9, "l12", b, lam=2.0, tol=1e-3).settings["inner"] == "pdhg"
+    r = acc.hinge_reg(Phi9, y9, K9, "l12", b, lam=2.0, tol=1e-3)
+    assert r.converged and r.settings["inner"] == "portfolio"
     with pytest.raises(ValueError, match="norm penalty"):
         acc.hinge_reg(Phi, y, K, "l2", lam=1.0, inner="cg")
     with pytest.raises(ValueError, match="for penalty 'l2' only"):
@@ -459,6 +466,24 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
+@pytest.mark.parametrize("pen,grp,expect_ipm", [("l12", 2, True), ("l1inf", 3, False), ("l1", None, False)])
+def test_slow_l12_warm_start_puts_small_masters_on_the_interior_point_path(random_problem, monkeypatch,
+                                                                          pen, grp, expect_ipm):
+    # row generation on, masters never large by their non-zeros, every warm start of at least
+    # one iteration "slow" (WARM_SLOW_PER_ROW 0) and the interior-point path's warm starts cut
+    # at their first iteration: l12's masters go to the interior-point method after the first
+    # slow warm start; l1's and l1,inf's never do; both reach CVXPY's optimum
+    for name, value in (("ROWGEN_MIN_ROWS", 0), ("IPM_MIN_NNZ", 10**12), ("WARM_SLOW_PER_ROW", 0.0),
+                        ("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0)):
+        monkeypatch.setattr(colgen, name, value)
+    calls = []
+    _spy(monkeypatch, "_run_ipm", calls, "ipm")
+    for method in ("hinge-reg", "hinge-con"):
+        _check_against_cvx(random_problem, method, pen, grp, "cg", seed=1, L=24, M=10, K=4)
+    assert (calls.count("ipm") > 2) == expect_ipm and (not calls) == (not expect_ipm)
+
+
+@pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
 @pytest.mark.parametrize("pen,grp,shrink", [("l1", None, False), ("l1inf", 3, False), ("l12", 2, False),
                                             ("l1inf", 3, True)])
 def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypatch, pen, grp, shrink):
@@ -646,7 +671,8 @@ def test_portfolio_keeps_the_smaller_gap_when_neither_engine_meets_tol(random_pr
     cg = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-12, inner="cg", max_iter=2)
     pd = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-12, inner="pdhg", max_iter=2)
     assert not r.converged
-    assert r.rel_gap == min(cg.rel_gap, pd.rel_gap)
+    # PDHG paused inside its first turn: the same iterations, its gap equal up to rounding
+    assert r.rel_gap == pytest.approx(min(cg.rel_gap, pd.rel_gap), rel=1e-9)
     assert r.settings["engine"] == ("cg" if cg.rel_gap <= pd.rel_gap else "pdhg")
     with pytest.raises(ValueError, match="inner='portfolio' needs a norm penalty"):
         acc.hinge_reg(Phi, y, K, "l2", lam=2.0, inner="portfolio")
@@ -833,9 +859,10 @@ class _FakeEngine:
         self.converged = self.finished = gap == 0.0
 
 
-def _portfolio_of_fakes(random_problem, monkeypatch, cg_gaps, pdhg_gaps):
+def _portfolio_of_fakes(random_problem, monkeypatch, cg_gaps, pdhg_gaps, penalty=("l1", None)):
     """The portfolio (first slice 0.01 s) run on scripted engines with these gaps: (result,
-    the engines' turns in order)."""
+    the engines' runs in order; the first turn of the engine other than column generation is
+    two runs of half the slice each)."""
     Phi, y, K = random_problem(1, M=6)
     shape = ((7, K), (len(y), K))
     order = []
@@ -844,43 +871,60 @@ def _portfolio_of_fakes(random_problem, monkeypatch, cg_gaps, pdhg_gaps):
     monkeypatch.setattr(acc, "_ColumnGeneration",
                         lambda *a, **k: _FakeEngine("cg", cg_gaps, order, shape, k["clock"]))
     monkeypatch.setattr(acc, "_WorkingSet", lambda *a, **k: _FakeEngine("pdhg", pdhg_gaps, order, shape))
-    return acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio"), order
+    return acc.hinge_reg(Phi, y, K, *penalty, lam=1.0, inner="portfolio"), order
 
 
 def test_portfolio_turns_double_and_the_engine_nearer_to_tol_goes_first(random_problem, monkeypatch):
-    r, order = _portfolio_of_fakes(random_problem, monkeypatch, [5.0, 4.0, 3.0, 2.0], [1.0, 0.5, 0.0])
-    # cg first (no gap yet), then pdhg leads on the gap and takes the first turn of each pair
-    assert order == ["cg", "pdhg", "pdhg", "cg", "pdhg"]
-    assert r.converged and r.settings["engine"] == "pdhg" and r.n_iter == 3
+    r, order = _portfolio_of_fakes(random_problem, monkeypatch, [5.0, 4.0, 3.0, 2.0],
+                                   [1.0, 0.5, 0.25, 0.0])
+    # cg first (no gap yet), pdhg's first turn in two halves; then pdhg leads on the gap and
+    # takes the first turn of each pair (its gap halving per run predicts no early finish)
+    assert order == ["cg", "pdhg", "pdhg", "pdhg", "cg", "pdhg"]
+    assert r.converged and r.settings["engine"] == "pdhg" and r.n_iter == 4
     # allotments 0.01, 0.02, 0.04 s on the portfolio's clock, each fake turn to its end
     work = r.settings["engine_work"]
     assert work["cg"] == pytest.approx(0.02) and work["pdhg"] == pytest.approx(0.04)
 
 
+def test_portfolio_gives_pdhg_the_first_turn_for_l12_groups_above_the_cg_size(random_problem,
+                                                                           monkeypatch):
+    """l12 with groups of more than L12_CG_MAX_GROUP entries: PDHG takes the first turn (its
+    gap predicts its finish; on the problems where it wins it certifies within that turn),
+    column generation the first turn of the other penalties and of l12 with smaller groups."""
+    for penalty, first in ((("l12", acc.L12_CG_MAX_GROUP + 1), "pdhg"),
+                           (("l12", acc.L12_CG_MAX_GROUP), "cg"), (("l1inf", 6), "cg")):
+        r, order = _portfolio_of_fakes(random_problem, monkeypatch, [0.0], [0.0], penalty)
+        assert order == [first]  # it certifies in its first run: the other never starts
+        assert r.converged and r.settings["engine"] == first
+
+
 def test_portfolio_holds_back_pdhg_when_its_gap_predicts_a_late_finish(random_problem, monkeypatch):
     """Column generation leads on the gap; PDHG's gap falls tenfold slower than it would need
     to meet tol (1e-4) within twice column generation's time: once column generation has run
-    PORTFOLIO_SLOW_AFTER seconds, PDHG's time is held at PORTFOLIO_SLOW_SHARE of it (its turns
-    at allotments 0.04 and 0.08 s are skipped). Without the rule (PORTFOLIO_SLOW_AFTER never
-    reached) PDHG takes every turn. The share is 0.2 here: at 0.25, a quarter of column
-    generation's 0.08 s is exactly PDHG's 0.02 s, and rounding would decide whether PDHG took
-    a turn of no length."""
+    PORTFOLIO_SLOW_AFTER seconds, PDHG's time is held at PORTFOLIO_SLOW_SHARE of it (its rate is
+    known from the two halves of its first turn: its turns at allotments 0.02 and 0.04 s are
+    skipped, at 0.08 s it runs to 0.2 x 0.08 = 0.016 s). Without the rule
+    (PORTFOLIO_SLOW_AFTER never reached) PDHG takes every turn. The share is 0.2 here: at 0.25,
+    a quarter of column generation's 0.04 s is exactly PDHG's 0.01 s, and rounding would
+    decide whether PDHG took a turn of no length."""
     monkeypatch.setattr(acc, "PORTFOLIO_SLOW_SHARE", 0.2)
-    for after, expect in ((0.01, ["cg", "pdhg", "cg", "pdhg", "cg", "cg", "cg"]),
-                          (np.inf, ["cg", "pdhg", "cg", "pdhg", "cg", "pdhg", "cg", "pdhg", "cg"])):
+    for after, expect in ((0.01, ["cg", "pdhg", "pdhg", "cg", "cg", "cg", "pdhg", "cg"]),
+                          (np.inf, ["cg", "pdhg", "pdhg", "cg", "pdhg", "cg", "pdhg", "cg", "pdhg",
+                                    "cg"])):
         monkeypatch.setattr(acc, "PORTFOLIO_SLOW_AFTER", after)
         r, order = _portfolio_of_fakes(random_problem, monkeypatch, [1.0, 0.5, 0.25, 0.1, 0.0],
-                                       [100.0, 90.0, 80.0, 70.0])
+                                       [100.0, 90.0, 80.0, 70.0, 60.0])
         assert order == expect
         assert r.converged and r.settings["engine"] == "cg"
 
 
 def test_portfolio_extends_the_turn_of_an_engine_predicted_to_finish(random_problem, monkeypatch):
-    """PDHG's gap fell tenfold in 0.01 s and is a decade from tol (1e-4): at that rate it
-    meets tol within its own time so far, so it keeps its turn, ahead of column generation's;
-    the same gaps falling only twofold give the turn to column generation first."""
+    """PDHG's gap fell tenfold in the second half of its first turn (0.005 s) and is a decade
+    from tol (1e-4): at that rate it meets tol within its own time so far, so it keeps its
+    turn and certifies before column generation's next one; the same gaps falling only
+    twofold leave it a turn of the allotment, then column generation has its turn first."""
     for pdhg_gaps, expect in (([1e-2, 1e-3, 0.0], ["cg", "pdhg", "pdhg", "pdhg"]),
-                              ([1e-2, 5e-3, 0.0], ["cg", "pdhg", "pdhg", "cg", "pdhg"])):
+                              ([1e-2, 5e-3, 2.5e-3, 0.0], ["cg", "pdhg", "pdhg", "pdhg", "cg", "pdhg"])):
         r, order = _portfolio_of_fakes(random_problem, monkeypatch, [5.0, 4.0, 3.0, 2.0], pdhg_gaps)
         assert order == expect
         assert r.converged and r.settings["engine"] == "pdhg"

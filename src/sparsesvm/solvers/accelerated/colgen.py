@@ -99,6 +99,19 @@ WARM_ITER_PER_ROW = 10
 #: way, more rounds), nor without row generation (a dense noisy problem, 300 x 2000 x 5, l1,
 #: 1200 rows: its gap then stalled at 0.3-0.5, where the simplex alone certifies it in 5 s)
 IPM_MIN_NNZ = 150000
+#: l12 (with row generation): once a warm start on a master of density at least
+#: WARM_SLOW_DENSITY (non-zeros over rows x columns) has taken more than WARM_SLOW_PER_ROW x
+#: rows simplex iterations, the master is treated as large (the rule above) whatever its
+#: non-zeros. l12's atoms are directions, and each round adds ones nearly parallel to those
+#: of the last: the primal simplex then crawls through degenerate pivots (seen on
+#: benchmarks/bench_family.py's MNIST-like problem of 500 images: 5-12 x rows iterations a
+#: solve, about 1 s each, on masters of 500-900 rows, density 9-14 %, fewer than IPM_MIN_NNZ
+#: non-zeros). Not on sparse masters (the News20-like problem's, density 1-2 %: there the
+#: dense interior-point method took 3.4-4.6 s a solve on masters of 750 rows and 5000-6000
+#: atoms, and a portfolio run 100 s instead of 4-9 s), nor for l1 and l1,inf (the News20-like
+#: l1,inf hinge-reg@5 row, warm starts of 4-6 x rows: minutes instead of 16 s; development runs)
+WARM_SLOW_PER_ROW = 3.0
+WARM_SLOW_DENSITY = 0.05
 IPM_WARM_ITER_MIN = 500
 IPM_WARM_ITER_PER_ROW = 1
 IPM_BEFORE_WARM = 3
@@ -199,6 +212,8 @@ class _Master:
         self._turn_over = False  # the last warm start stopped at the turn's end
         self._dual_next = False
         self._ipm_run = 0  # interior-point solves since the last warm start that stalled (0: none)
+        self.slow_rule = False  # a slow warm start makes the master large (WARM_SLOW_PER_ROW)
+        self._slow_warm = False  # ... and one was seen
         self._new_cols = 0  # atom columns added since the last solve
         self.exact_next = False  # the next solve by the simplex method, uncapped (see solve())
         self.last_ipm = False  # whether the last solve ended in the interior-point method
@@ -452,8 +467,9 @@ class _Master:
         return True
 
     def _large(self):
-        """Whether stalled warm starts go to the interior-point method (:data:`IPM_MIN_NNZ`)."""
-        return self.ipm and self.h.getNumNz() >= IPM_MIN_NNZ
+        """Whether stalled warm starts go to the interior-point method (:data:`IPM_MIN_NNZ`,
+        :data:`WARM_SLOW_PER_ROW`)."""
+        return self.ipm and (self._slow_warm or self.h.getNumNz() >= IPM_MIN_NNZ)
 
     def _run_warm(self, capped):
         """The simplex method from the current basis (primal after new atoms, dual after new
@@ -501,6 +517,11 @@ class _Master:
         else:
             self._run_warm(capped=True)
             self._ipm_run = 0
+            self._slow_warm |= (self.slow_rule and self.h.getModelStatus() == status.kOptimal
+                                and self.h.getInfo().simplex_iteration_count
+                                > WARM_SLOW_PER_ROW * self.nrow
+                                and self.h.getNumNz()
+                                >= WARM_SLOW_DENSITY * self.nrow * self.h.getNumCol())
             if (self._large() and self.h.getModelStatus() == status.kIterationLimit
                     and not self._turn_over):
                 # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
@@ -612,6 +633,7 @@ class _ColumnGeneration:
         if row_generation:
             self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par, ipm=True,
                                   clock=self.clock, tol=tol)
+            self.master.slow_rule = geo.name == "l12"
         else:
             self.master = _Master(L, K, y, ll, kk, kind, par, clock=self.clock)
         self.best = None

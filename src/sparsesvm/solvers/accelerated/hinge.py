@@ -195,7 +195,7 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: (predicted 1.9-2.0 s) 2.3-3.2 s against 2.6-7.5 s on five of its six l1 and l1,inf rows
 #: (0.16 s, column generation's, on the sixth), on the dense 300 x 2000 x 5 one (2.8 s)
 #: 1.5-3.4 s against 0.63-3.9 s (fresh clones of 5038d8e and 912e159)
-PORTFOLIO_IPM_MAX_S = 4.0
+PORTFOLIO_IPM_MAX_S = 64.0
 PORTFOLIO_IPM_FIRST_SHARE = 0.4
 
 #: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
@@ -335,7 +335,7 @@ def _choose_inner(inner, geo, L, M, K):
             many = size <= L12_CG_MAX_GROUP_WIDE and n_groups >= L12_CG_GROUPS_PER_ROW * rows
             if many or (small and rows <= L12_CG_MAX_ROWS):
                 inner = "cg"
-            elif small:  # no size rule tells which engine wins: both in turns
+            elif size <= L12_CG_MAX_GROUP_WIDE:  # no size rule tells which engine wins: both
                 inner = "portfolio"
             else:
                 inner = "pdhg"
@@ -688,6 +688,8 @@ class _Portfolio:
         else:
             second = pdhg()
         lanes = [(cg_lane, cg), second]
+        if geo.name == "l12" and geo.group_shape[1] > L12_CG_MAX_GROUP:
+            lanes.reverse()  # PDHG first (L12_PDHG_FIRST)
         used = list(lanes)
         allot = max(float(first), 1e-3)
         done = None
@@ -701,7 +703,10 @@ class _Portfolio:
                     target = self._slow_target(lane, cg_lane, tol, allot)
                 if eng.finished or lane.spent >= target or WALL.past(deadline):
                     continue
-                lane.run(eng, clock.now() + target - lane.spent)
+                if not lane.history and lane is not cg_lane:  # a first turn in two halves: its
+                    lane.run(eng, clock.now() + 0.5 * target - lane.spent)  # rate known at its end
+                if not eng.finished:
+                    lane.run(eng, clock.now() + target - lane.spent)
                 cap = PORTFOLIO_EXTEND_CAP * allot
                 while not (eng.finished or WALL.past(deadline)) and lane.spent < cap:
                     left = lane.predicted(tol)  # near tol and falling fast: the turn goes on
