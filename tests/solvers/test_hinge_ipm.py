@@ -324,6 +324,21 @@ def test_portfolio_runs_the_interior_point_where_it_is_predicted_cheap(random_pr
     assert r2.objective == pytest.approx(r.objective, rel=2e-6)
 
 
+def test_interior_point_lp_is_made_only_where_the_engine_runs(random_problem, monkeypatch):
+    """The interior point's LP (its class Gram matrices) is made at its first turn: where
+    column generation certifies within its first slice (a small problem), never; where the
+    interior point runs, once."""
+    made = []
+    lp_class = hinge_ipm._HingeLP
+    monkeypatch.setattr(hinge_ipm, "_HingeLP", lambda *a: made.append(1) or lp_class(*a))
+    Phi, y, K = random_problem(1, M=16)
+    r = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-6, inner="portfolio")
+    assert r.converged and r.settings["engine"] == "cg" and "ipm" in r.settings["engine_work"]
+    assert made == []
+    r = acc.hinge_reg(Phi, y, K, "l1inf", 3, lam=2.0, tol=1e-6, inner="ipm")
+    assert r.converged and made == [1]
+
+
 def test_portfolio_replaces_a_stalled_interior_point_by_pdhg(random_problem, monkeypatch):
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 1e-3)
     monkeypatch.setattr(hinge_ipm.InteriorPoint, "_iterate", lambda self: False)  # cannot factor

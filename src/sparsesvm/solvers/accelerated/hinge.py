@@ -9,8 +9,8 @@ Five inner engines and a portfolio of two (option ``inner``; the default ``"auto
 ``"portfolio"`` for l1 and l1inf, ``"cg"`` for l12 with groups of at most
 :data:`L12_CG_MAX_GROUP` entries and at most :data:`L12_CG_MAX_ROWS` hinge rows L(K-1)
 (``"portfolio"`` above), or with groups of at most :data:`L12_CG_MAX_GROUP_WIDE` entries
-and at least :data:`L12_CG_GROUPS_PER_ROW` groups per hinge row, ``"pdhg"``
-for the other l12 problems; for l2 ``"qp"`` when
+and at least :data:`L12_CG_GROUPS_PER_ROW` groups per hinge row (``"portfolio"``, PDHG
+first, with fewer groups), ``"pdhg"`` for l12 with larger groups; for l2 ``"qp"`` when
 L(K-1) <= :data:`QP_MAX_VARS`, M >= L (then the Gram matrix generically has
 full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
 
@@ -59,9 +59,13 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   :data:`PORTFOLIO_IPM_MAX_S` seconds (PDHG replaces it if it stalls)
   (:class:`_Portfolio`): column generation alone for :data:`PORTFOLIO_FIRST_SLICE`
   seconds (with the interior point, :data:`PORTFOLIO_IPM_FIRST_SHARE` of its predicted
-  time, if less), then turns that double each engine's total time, each engine resuming where
+  time, if less; PDHG alone first for l12 with groups of more than
+  :data:`L12_CG_MAX_GROUP` entries, see :data:`L12_CG_MAX_GROUP_WIDE`), then turns that double each
+  engine's total time, each engine resuming where
   it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
-  keeps its turn (:data:`PORTFOLIO_EXTEND`), while PDHG, trailing, whose gap predicts a finish
+  keeps its turn (:data:`PORTFOLIO_EXTEND`; the first turn of the engine other than column
+  generation is run in two halves, so that its rate is known at its end), while PDHG,
+  trailing, whose gap predicts a finish
   long after column generation's time so far runs only a share of that time
   (:data:`PORTFOLIO_SLOW`); the first to certify ``tol`` gives the result. The turns are
   timed on a work clock (:class:`~sparsesvm.solvers.accelerated.clock.WorkClock`: the
@@ -593,7 +597,9 @@ class _Portfolio:
     which one will (``benchmarks/bench_engines.py``): column generation
     certifies the real MNIST and digits problems in seconds where PDHG stalls,
     PDHG the dense noisy ones where the master LPs grow large. Column
-    generation runs alone for :data:`PORTFOLIO_FIRST_SLICE` seconds; then the
+    generation runs alone for :data:`PORTFOLIO_FIRST_SLICE` seconds (PDHG, for l12 with
+    groups of more than :data:`L12_CG_MAX_GROUP` entries: see
+    :data:`L12_CG_MAX_GROUP_WIDE`); then the
     engines take turns, each turn bringing the engine's total time to the
     allotment, which doubles after every pair of turns. Each engine resumes
     where it paused (the master LP from HiGHS' basis, PDHG from its iteration
@@ -603,7 +609,12 @@ class _Portfolio:
     leads on the gap (3 t at most when it trails until its last turn), plus
     the first slice and the turns' overshoot (a pricing round, a check interval
     of PDHG; a master LP only in the first round). An engine whose gap, at the rate it
-    fell since its previous turn, would meet ``tol`` within :data:`PORTFOLIO_EXTEND` times
+    fell since the middle of its time so far (the first turn of the engine other than
+    column generation is run in two halves, so that this rate is known at its end; column
+    generation's is not: its rate says little, and a pause there changed the rounds that
+    followed, 46 to 84 on the News20-like l1,2 hinge-reg@2 row of
+    ``benchmarks/bench_family.py``, in a development run), would meet ``tol`` within
+    :data:`PORTFOLIO_EXTEND` times
     its time so far keeps its turn, in steps of at least that time, up to
     :data:`PORTFOLIO_EXTEND_CAP` times the allotment: then the other engine does not get
     its next turn first (PDHG's gap falls steadily, so the prediction holds for it; measured
@@ -689,7 +700,7 @@ class _Portfolio:
             second = pdhg()
         lanes = [(cg_lane, cg), second]
         if geo.name == "l12" and geo.group_shape[1] > L12_CG_MAX_GROUP:
-            lanes.reverse()  # PDHG first (L12_PDHG_FIRST)
+            lanes.reverse()  # PDHG first (see L12_CG_MAX_GROUP_WIDE)
         used = list(lanes)
         allot = max(float(first), 1e-3)
         done = None

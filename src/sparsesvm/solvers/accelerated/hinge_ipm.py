@@ -711,14 +711,13 @@ class InteriorPoint:
                  clock=None):
         if geo.name not in LP_PENALTIES:
             raise ValueError(f"the interior-point engine solves l1 and l1inf, not {geo.name!r}")
-        self.lp = _HingeLP(op, geo, kind, par)
+        self._problem, self._lp, self.v = (op, geo, kind, par), None, None
         self.tol, self.max_iter, self.deadline = tol, int(max_iter), deadline
         self.record, self.certify = record, certify
         self.clock = WALL if clock is None else clock
         L, M = op.Phi.shape
         self._shape = cost_shape(op, geo)
         self._tx = None  # T X's hinge rows at the iterate, from its certificate
-        self.v = _start(self.lp)
         self.X = np.zeros((M + 1, op.n_classes))
         self.Y = np.zeros((L, op.n_classes))
         self.best, self.best_it, self.total = None, 0, 0
@@ -726,6 +725,17 @@ class InteriorPoint:
         self._candidate = None  # the sparsest rounded iterate within tol (_rounded_point)
         self.within = None  # the iteration whose certificate first met tol
         self.status = "running"
+
+    @property
+    def lp(self):
+        """The :class:`_HingeLP`, made (with the starting point :attr:`v`) at its first use: an
+        engine portfolio whose other engine certifies first never pays for it (the class
+        Gram matrices: 0.3-0.4 s on ``benchmarks/bench_family.py``'s MNIST-like problem of
+        500 images)."""
+        if self._lp is None:
+            self._lp = _HingeLP(*self._problem)
+            self.v = _start(self._lp)
+        return self._lp
 
     def _check(self):
         """Certify the iterate; the status to stop with (:meth:`_finish`), or None to go on."""
