@@ -352,8 +352,9 @@ def test_portfolio_replaces_a_stalled_interior_point_by_pdhg(random_problem, mon
 def test_portfolio_first_slice_is_a_share_of_the_interior_points_prediction(random_problem,
                                                                              monkeypatch):
     """Column generation runs alone for PORTFOLIO_IPM_FIRST_SHARE of the interior point's
-    predicted time (at most PORTFOLIO_FIRST_SLICE); above PORTFOLIO_IPM_MAX_S, PDHG is the
-    second engine and the first slice PORTFOLIO_FIRST_SLICE."""
+    predicted time (at most PORTFOLIO_FIRST_SLICE), and for at least PORTFOLIO_IPM_HEAD of it
+    (where the interior point is slow: 12 s of a predicted 60 s); above PORTFOLIO_IPM_MAX_S,
+    PDHG is the second engine and the first slice PORTFOLIO_FIRST_SLICE."""
     Phi, y, K = random_problem(1, M=6)
     made = []
 
@@ -377,12 +378,13 @@ def test_portfolio_first_slice_is_a_share_of_the_interior_points_prediction(rand
     monkeypatch.setattr(acc, "_interior_point", second)
     above = acc.PORTFOLIO_IPM_MAX_S + 1.0
     for predicted, first, lane in ((0.4, 0.16, "ipm"), (0.9, 0.36, "ipm"), (2.0, 0.5, "ipm"),
-                                   (60.0, 0.5, "ipm"), (above, 0.5, "pdhg")):
+                                   (2.6, 0.52, "ipm"), (60.0, 12.0, "ipm"), (above, 0.5, "pdhg")):
         monkeypatch.setattr(acc, "_ipm_predicted", lambda op, geo, p=predicted: p)
         r = acc.hinge_reg(Phi, y, K, "l1", lam=1.0, inner="portfolio")
         assert r.settings["engine"] == "cg"
         assert r.settings["engine_work"]["cg"] == pytest.approx(first, rel=1e-12)
         assert set(r.settings["engine_work"]) == {"cg", lane}
     assert acc.PORTFOLIO_IPM_FIRST_SHARE == 0.4 and acc.PORTFOLIO_FIRST_SLICE == 0.5
+    assert acc.PORTFOLIO_IPM_HEAD == 0.2
     # bench_family's MNIST-like problem of 500 images: predicted 59.6 s, the interior point's
     assert acc.PORTFOLIO_IPM_MAX_S >= 60.0

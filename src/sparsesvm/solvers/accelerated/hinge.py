@@ -169,7 +169,22 @@ L12_CG_MAX_ROWS = 1000
 #: features of 30 and 100 images with blocks of 9 and 10 (4.4-16 a row) where PDHG takes
 #: 0.01 s to more than 30 s (faster once: 0.04 against 0.21 s, 100 images, blocks of 9,
 #: alpha = 3); with about 1 group a row
-#: (benchmarks/bench_family.py's dense noisy problems, blocks of 10) PDHG wins
+#: (benchmarks/bench_family.py's dense noisy problems, blocks of 10) PDHG wins. With groups of
+#: at most L12_CG_MAX_GROUP_WIDE entries but fewer groups a row, neither engine wins by a size
+#: rule, and both run in turns (the portfolio), PDHG first: on bench_family.py's MNIST-like
+#: problem of 500 images (blocks of 9, 0.98 groups a row) column generation alone certifies
+#: in 3.7-8.7 s (a fresh clone of a630e60), PDHG alone took 103-130 s (the auto engine until
+#: 3c4ad48, the family's table of 5038d8e; Clarabel 67-73 s), while on its dense noisy
+#: problems (0.06-2.5 groups a row) PDHG certifies in 0.04-6.4 s and column generation alone
+#: took 0.5-3.2 s on the smallest (100 x 500 x 3) and had not certified after 5 s on the
+#: 150 x 1200 x 5 one, nor after 275-300 s on the 1000 x 500 x 10 one (development runs on
+#: 3112115, bench_family.py's forced engine). PDHG's gap falls steadily, so the first turn tells (its two halves
+#: give its rate): where it wins it keeps its turn to the end. Measured (bench_family.py
+#: --no-forced, a fresh clone of a630e60 against the family's table of 5038d8e, where PDHG
+#: ran alone): its dense l1,2 rows certified by PDHG in the same or fewer iterations, 0.02 s
+#: slower at most, but one (the dense 1000 x 500 x 10 hinge-con row, 2.0 s against 0.95 s:
+#: there column generation had a turn), its MNIST-like 500-image rows 5.8 / 14.4 / 4.5 s
+#: (hinge-reg@2, @5, hinge-con; column generation's point)
 L12_CG_MAX_GROUP_WIDE = 10
 L12_CG_GROUPS_PER_ROW = 4
 
@@ -201,6 +216,7 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: 1.5-3.4 s against 0.63-3.9 s (fresh clones of 5038d8e and 912e159)
 PORTFOLIO_IPM_MAX_S = 64.0
 PORTFOLIO_IPM_FIRST_SHARE = 0.4
+PORTFOLIO_IPM_HEAD = 0.2
 
 #: inner="portfolio": an engine whose certified gap, at the rate it fell since its previous
 #: turn, would reach tol within PORTFOLIO_EXTEND times its own time so far keeps its turn, in
@@ -695,7 +711,8 @@ class _Portfolio:
             lane = _Lane("ipm", recorder, shared, clock)
             second = (lane, _interior_point(op, geo, kind, par, tol, max_iter, deadline,
                                             lane.engine_record, clock=clock))
-            first = min(first, PORTFOLIO_IPM_FIRST_SHARE * predicted)
+            first = max(min(first, PORTFOLIO_IPM_FIRST_SHARE * predicted),
+                        PORTFOLIO_IPM_HEAD * predicted)
         else:
             second = pdhg()
         lanes = [(cg_lane, cg), second]
