@@ -104,12 +104,18 @@ IPM_MIN_NNZ = 150000
 #: rows simplex iterations, the master is treated as large (the rule above) whatever its
 #: non-zeros. l12's atoms are directions, and each round adds ones nearly parallel to those
 #: of the last: the primal simplex then crawls through degenerate pivots (seen on
-#: benchmarks/bench_family.py's MNIST-like problem of 500 images: 5-12 x rows iterations a
-#: solve, about 1 s each, on masters of 500-900 rows, density 9-14 %, fewer than IPM_MIN_NNZ
-#: non-zeros). Not on sparse masters (the News20-like problem's, density 1-2 %: there the
-#: dense interior-point method took 3.4-4.6 s a solve on masters of 750 rows and 5000-6000
-#: atoms, and a portfolio run 100 s instead of 4-9 s), nor for l1 and l1,inf (the News20-like
-#: l1,inf hinge-reg@5 row, warm starts of 4-6 x rows: minutes instead of 16 s; development runs)
+#: benchmarks/bench_family.py's MNIST-like problem of 500 images, hinge-reg@5: 5-12 x rows
+#: iterations a solve, about 1 s each, on masters of 500-900 rows, density 9-14 %, fewer
+#: than IPM_MIN_NNZ non-zeros; its other two l1,2 rows at most 3.4 x). Column generation
+#: alone there (a fresh clone of 5d73643's parent a630e60, whose column generation is the
+#: same; /work/notes/s46/cgknob.py in issue 16's notes): hinge-reg@5 8.7 s against 23.9 s
+#: without the rule, hinge-reg@2 5.2 against 4.3 s, hinge-con 3.7 s either way. Not on
+#: sparse masters (the News20-like problem's, density 1-2 %, where the dense interior-point
+#: method took 3.4 s a solve of 755 rows and 5300-5400 atoms: the portfolio's l1,2
+#: hinge-con row 27.8 s with WARM_SLOW_DENSITY 0, PDHG certifying, against 8.3 s; the same
+#: clone, /work/notes/s46/ptrace.py), nor for l1
+#: and l1,inf (the News20-like l1,inf hinge-reg@5 row, warm starts of 4-6 x rows, took
+#: minutes on the interior-point path instead of 16 s: a development run)
 WARM_SLOW_PER_ROW = 3.0
 WARM_SLOW_DENSITY = 0.05
 IPM_WARM_ITER_MIN = 500
