@@ -59,7 +59,8 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   :data:`PORTFOLIO_IPM_MAX_S` seconds (PDHG replaces it if it stalls)
   (:class:`_Portfolio`): column generation alone for :data:`PORTFOLIO_FIRST_SLICE`
   seconds (with the interior point, :data:`PORTFOLIO_IPM_FIRST_SHARE` of its predicted
-  time, if less; PDHG alone first for l12 with groups of more than
+  time, if less, but at least :data:`PORTFOLIO_IPM_HEAD` of it; PDHG alone first for l12
+  with groups of more than
   :data:`L12_CG_MAX_GROUP` entries, see :data:`L12_CG_MAX_GROUP_WIDE`), then turns that double each
   engine's total time, each engine resuming where
   it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
@@ -213,7 +214,22 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: takes 2.0-2.7 s there (the interior point's), on the dense 300 x 5000 x 3 problem
 #: (predicted 1.9-2.0 s) 2.3-3.2 s against 2.6-7.5 s on five of its six l1 and l1,inf rows
 #: (0.16 s, column generation's, on the sixth), on the dense 300 x 2000 x 5 one (2.8 s)
-#: 1.5-3.4 s against 0.63-3.9 s (fresh clones of 5038d8e and 912e159)
+#: 1.5-3.4 s against 0.63-3.9 s (fresh clones of 5038d8e and 912e159). 64 since 3c4ad48:
+#: on bench_family.py's MNIST-like problem of 500 images (predicted 59.6 s) PDHG certified
+#: the l1,inf hinge-reg@2 row in 193 s in the portfolio (5038d8e; Clarabel 98 s), the
+#: interior point in the portfolio its three l1,inf rows in 58-71 s (Clarabel 98-122 s; 5d73643).
+#: Column generation alone for at least PORTFOLIO_IPM_HEAD of the predicted time (since
+#: 5d73643): where the interior point's iterations take seconds, a problem that column
+#: generation certifies in a few seconds would otherwise pay for its turns. Measured (fresh
+#: clones of 5d73643 and a630e60, without the head start): that problem's l1 rows 0.94-1.6 s
+#: against 3.0-3.9 s, the News20-like problem's (predicted 17.7 s) l1 and l1,inf rows
+#: 0.11-2.5 s against 0.17-3.7 s but hinge-reg@5 l1,inf (17.2 s against 17.8 s, the interior
+#: point's), real MNIST scattering features of 500 images (E5's size, l1,inf/81;
+#: /work/notes/s46/realmnist.py in issue 16's notes, one process, twice) 3.95-3.97 /
+#: 1.51-1.54 / 2.73-2.77 s (hinge-reg lam = 1, 0.1, hinge-con eta = 0.1 L; column
+#: generation's, the interior point never started) against 6.98-7.33 / 2.16-2.33 /
+#: 4.08-4.11 s with the limit at 4 s (PDHG in turns, as before 3c4ad48). Predicted 2.5 s or
+#: less, the head start is PORTFOLIO_IPM_FIRST_SHARE's
 PORTFOLIO_IPM_MAX_S = 64.0
 PORTFOLIO_IPM_FIRST_SHARE = 0.4
 PORTFOLIO_IPM_HEAD = 0.2
