@@ -103,10 +103,11 @@ IPM_MIN_NNZ = 150000
 #: WARM_SLOW_DENSITY (non-zeros over rows x columns) has taken more than WARM_SLOW_PER_ROW x
 #: rows simplex iterations, the master is treated as large (the rule above) whatever its
 #: non-zeros. l12's atoms are directions, and each round adds ones nearly parallel to those
-#: of the last: the primal simplex then crawls through degenerate pivots (seen on
-#: benchmarks/bench_family.py's MNIST-like problem of 500 images, hinge-reg@5: 5-12 x rows
-#: iterations a solve, about 1 s each, on masters of 500-900 rows, density 9-14 %, fewer
-#: than IPM_MIN_NNZ non-zeros; its other two l1,2 rows at most 3.4 x). Column generation
+#: of the last: the primal simplex then crawls through degenerate pivots (seen in a
+#: development trace on benchmarks/bench_family.py's MNIST-like problem of 500 images,
+#: hinge-reg@5: 3-9 x rows iterations a solve, most 6-9 x, about 1 s each, on masters of
+#: 490-920 rows, density 10-14 %, fewer than IPM_MIN_NNZ non-zeros; its other two l1,2 rows
+#: at most 3.4 x). Column generation
 #: alone there (a fresh clone of 5d73643's parent a630e60, whose column generation is the
 #: same; /work/notes/s46/cgknob.py in issue 16's notes): hinge-reg@5 8.7 s against 23.9 s
 #: without the rule, hinge-reg@2 5.2 against 4.3 s, hinge-con 3.7 s either way. Not on
@@ -198,7 +199,8 @@ class _Master:
     ``nh0`` of them, so rows added later follow it.
     """
 
-    def __init__(self, L, K, y, ll, kk, kind, par, big=None, ipm=False, clock=WALL, tol=None):
+    def __init__(self, L, K, y, ll, kk, kind, par, big=None, ipm=False, clock=WALL, tol=None,
+                 slow_rule=False):
         big = SLACK_COST_START if big is None else big
         self.ipm = ipm  # stalled warm starts go to the interior-point method (IPM_WARM_ITER_MIN)
         # the dense interior-point method's tolerance (None: not used), from the column
@@ -218,7 +220,7 @@ class _Master:
         self._turn_over = False  # the last warm start stopped at the turn's end
         self._dual_next = False
         self._ipm_run = 0  # interior-point solves since the last warm start that stalled (0: none)
-        self.slow_rule = False  # a slow warm start makes the master large (WARM_SLOW_PER_ROW)
+        self.slow_rule = slow_rule  # a slow warm start makes the master large (WARM_SLOW_PER_ROW)
         self._slow_warm = False  # ... and one was seen
         self._new_cols = 0  # atom columns added since the last solve
         self.exact_next = False  # the next solve by the simplex method, uncapped (see solve())
@@ -638,8 +640,7 @@ class _ColumnGeneration:
         self.rows = _RowGeneration(op, _initial_rows(op)) if row_generation else None
         if row_generation:
             self.master = _Master(L, K, y, self.rows.ll, self.rows.kk, kind, par, ipm=True,
-                                  clock=self.clock, tol=tol)
-            self.master.slow_rule = geo.name == "l12"
+                                  clock=self.clock, tol=tol, slow_rule=geo.name == "l12")
         else:
             self.master = _Master(L, K, y, ll, kk, kind, par, clock=self.clock)
         self.best = None

@@ -179,8 +179,8 @@ L12_CG_MAX_ROWS = 1000
 #: problems (0.06-2.5 groups a row) PDHG certifies in 0.04-6.4 s and column generation alone
 #: took 0.5-3.2 s on the smallest (100 x 500 x 3) and had not certified after 5 s on the
 #: 150 x 1200 x 5 one, nor after 275-300 s on the 1000 x 500 x 10 one (development runs on
-#: 3112115, bench_family.py's forced engine). PDHG's gap falls steadily, so the first turn tells (its two halves
-#: give its rate): where it wins it keeps its turn to the end. Measured (bench_family.py
+#: 3112115, bench_family.py's forced engine). PDHG's gap falls steadily, so its first turn
+#: tells (its two halves give its rate): where it wins it keeps its turn to the end. Measured (bench_family.py
 #: --no-forced, a fresh clone of a630e60 against the family's table of 5038d8e, where PDHG
 #: ran alone): its dense l1,2 rows certified by PDHG in the same or fewer iterations, 0.02 s
 #: slower at most, but one (the dense 1000 x 500 x 10 hinge-con row, 2.0 s against 0.95 s:
