@@ -525,11 +525,12 @@ class _Master:
         else:
             self._run_warm(capped=True)
             self._ipm_run = 0
-            self._slow_warm |= (self.slow_rule and self.h.getModelStatus() == status.kOptimal
-                                and self.h.getInfo().simplex_iteration_count
-                                > WARM_SLOW_PER_ROW * self.nrow
-                                and self.h.getNumNz()
-                                >= WARM_SLOW_DENSITY * self.nrow * self.h.getNumCol())
+            if self.slow_rule and not self._slow_warm:  # (once seen, it stays)
+                self._slow_warm = (self.h.getModelStatus() == status.kOptimal
+                                   and self.h.getInfo().simplex_iteration_count
+                                   > WARM_SLOW_PER_ROW * self.nrow
+                                   and self.h.getNumNz()
+                                   >= WARM_SLOW_DENSITY * self.nrow * self.h.getNumCol())
             if (self._large() and self.h.getModelStatus() == status.kIterationLimit
                     and not self._turn_over):
                 # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
