@@ -108,13 +108,13 @@ IPM_MIN_NNZ = 150000
 #: hinge-reg@5: 3-9 x rows iterations a solve, most 6-9 x, about 1 s each, on masters of
 #: 490-920 rows, density 10-14 %, fewer than IPM_MIN_NNZ non-zeros; its other two l1,2 rows
 #: at most 3.4 x). Column generation
-#: alone there (a fresh clone of 5d73643's parent a630e60, whose column generation is the
-#: same; /work/notes/s46/cgknob.py in issue 16's notes): hinge-reg@5 8.7 s against 23.9 s
-#: without the rule, hinge-reg@2 5.2 against 4.3 s, hinge-con 3.7 s either way. Not on
+#: alone there (a fresh clone of 0e596e2, one process a run, the compiled kernels' cache
+#: warm; /work/notes/s46/cgknob.py in issue 16's notes): hinge-reg@5 8.1 s against 24.4 s
+#: without the rule, hinge-reg@2 4.9-5.0 against 4.2 s, hinge-con 3.6 against 3.5 s. Not on
 #: sparse masters (the News20-like problem's, density 1-2 %, where the dense interior-point
 #: method took 3.4 s a solve of 755 rows and 5300-5400 atoms: the portfolio's l1,2
-#: hinge-con row 27.8 s with WARM_SLOW_DENSITY 0, PDHG certifying, against 8.3 s; the same
-#: clone, /work/notes/s46/ptrace.py), nor for l1
+#: hinge-con row 27.8 s with WARM_SLOW_DENSITY 0, PDHG certifying, against 8.3 s; a fresh
+#: clone of a630e60, /work/notes/s46/ptrace.py), nor for l1
 #: and l1,inf (the News20-like l1,inf hinge-reg@5 row, warm starts of 4-6 x rows, took
 #: minutes on the interior-point path instead of 16 s: a development run)
 WARM_SLOW_PER_ROW = 3.0
