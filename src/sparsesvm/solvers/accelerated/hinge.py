@@ -174,17 +174,17 @@ L12_CG_MAX_ROWS = 1000
 #: at most L12_CG_MAX_GROUP_WIDE entries but fewer groups a row, neither engine wins by a size
 #: rule, and both run in turns (the portfolio), PDHG first: on bench_family.py's MNIST-like
 #: problem of 500 images (blocks of 9, 0.98 groups a row) column generation alone certifies
-#: in 3.7-8.7 s (a fresh clone of a630e60), PDHG alone took 103-130 s (the auto engine until
+#: in 3.6-8.1 s (a fresh clone of 0e596e2), PDHG alone took 103-130 s (the auto engine until
 #: 3c4ad48, the family's table of 5038d8e; Clarabel 67-73 s), while on its dense noisy
 #: problems (0.06-2.5 groups a row) PDHG certifies in 0.04-6.4 s and column generation alone
 #: took 0.5-3.2 s on the smallest (100 x 500 x 3) and had not certified after 5 s on the
 #: 150 x 1200 x 5 one, nor after 275-300 s on the 1000 x 500 x 10 one (development runs on
 #: 3112115, bench_family.py's forced engine). PDHG's gap falls steadily, so its first turn
 #: tells (its two halves give its rate): where it wins it keeps its turn to the end. Measured (bench_family.py
-#: --no-forced, a fresh clone of a630e60 against the family's table of 5038d8e, where PDHG
-#: ran alone): its dense l1,2 rows certified by PDHG in the same or fewer iterations, 0.02 s
-#: slower at most, but one (the dense 1000 x 500 x 10 hinge-con row, 2.0 s against 0.95 s:
-#: there column generation had a turn), its MNIST-like 500-image rows 5.8 / 14.4 / 4.5 s
+#: --no-forced, a fresh clone of cf6c789 against the family's table of 5038d8e, where PDHG
+#: ran alone): its dense l1,2 rows certified by PDHG in the same or fewer iterations, 0.01 s
+#: slower at most, but one (the dense 1000 x 500 x 10 hinge-con row, 1.96 s against 0.95 s:
+#: there column generation had a turn), its MNIST-like 500-image rows 5.9 / 13.7 / 4.1 s
 #: (hinge-reg@2, @5, hinge-con; column generation's point)
 L12_CG_MAX_GROUP_WIDE = 10
 L12_CG_GROUPS_PER_ROW = 4
@@ -217,18 +217,18 @@ PORTFOLIO_FIRST_SLICE = 0.5
 #: 1.5-3.4 s against 0.63-3.9 s (fresh clones of 5038d8e and 912e159). 64 since 3c4ad48:
 #: on bench_family.py's MNIST-like problem of 500 images (predicted 59.6 s) PDHG certified
 #: the l1,inf hinge-reg@2 row in 193 s in the portfolio (5038d8e; Clarabel 98 s), the
-#: interior point in the portfolio its three l1,inf rows in 58-71 s (Clarabel 98-122 s; 5d73643).
+#: interior point in the portfolio its three l1,inf rows in 57-68 s (Clarabel 98-122 s; cf6c789).
 #: Column generation alone for at least PORTFOLIO_IPM_HEAD of the predicted time (since
 #: 5d73643): where the interior point's iterations take seconds, a problem that column
 #: generation certifies in a few seconds would otherwise pay for its turns. Measured (fresh
-#: clones of 5d73643 and a630e60, without the head start): that problem's l1 rows 0.94-1.6 s
-#: against 3.0-3.9 s, the News20-like problem's (predicted 17.7 s) l1 and l1,inf rows
-#: 0.11-2.5 s against 0.17-3.7 s but hinge-reg@5 l1,inf (17.2 s against 17.8 s, the interior
-#: point's), real MNIST scattering features of 500 images (E5's size, l1,inf/81;
-#: /work/notes/s46/realmnist.py in issue 16's notes, one process, twice) 3.95-3.97 /
-#: 1.51-1.54 / 2.73-2.77 s (hinge-reg lam = 1, 0.1, hinge-con eta = 0.1 L; column
-#: generation's, the interior point never started) against 6.98-7.33 / 2.16-2.33 /
-#: 4.08-4.11 s with the limit at 4 s (PDHG in turns, as before 3c4ad48). Predicted 2.5 s or
+#: clones of cf6c789, and of a630e60 without the head start): that problem's l1 rows
+#: 0.92-1.6 s against 3.0-3.9 s, the News20-like problem's (predicted 17.7 s) l1 and l1,inf
+#: rows 0.12-2.5 s against 0.17-3.7 s but hinge-reg@5 l1,inf (16.9 s against 17.8 s, the
+#: interior point's), real MNIST scattering features of 500 images (E5's size, l1,inf/81;
+#: /work/notes/s46/realmnist.py in issue 16's notes, cf6c789, one process, twice) 3.98-4.20 /
+#: 1.58 / 2.72-3.28 s (hinge-reg lam = 1, 0.1, hinge-con eta = 0.1 L; column generation's,
+#: the interior point never started) against 7.20-7.52 / 2.41-2.59 / 4.46-4.53 s with the
+#: limit at 4 s (PDHG in turns, as before 3c4ad48). Predicted 2.5 s or
 #: less, the head start is PORTFOLIO_IPM_FIRST_SHARE's
 PORTFOLIO_IPM_MAX_S = 64.0
 PORTFOLIO_IPM_FIRST_SHARE = 0.4

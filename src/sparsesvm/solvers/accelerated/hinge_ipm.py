@@ -730,8 +730,8 @@ class InteriorPoint:
     def lp(self):
         """The :class:`_HingeLP`, made (with the starting point :attr:`v`) at its first use: an
         engine portfolio whose other engine certifies first never pays for it (the class
-        Gram matrices: 0.14-0.49 s on ``benchmarks/bench_family.py``'s MNIST-like problem of
-        500 images, three makings in one process on a fresh clone of a630e60)."""
+        Gram matrices: 0.13-0.57 s on ``benchmarks/bench_family.py``'s MNIST-like problem of
+        500 images, three makings in one process on a fresh clone of cf6c789)."""
         if self._lp is None:
             self._lp = _HingeLP(*self._problem)
             self.v = _start(self._lp)
