@@ -467,33 +467,52 @@ def test_stalled_warm_start_is_solved_by_interior_point(random_problem, monkeypa
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
 @pytest.mark.parametrize("pen,grp,expect_ipm", [("l12", 2, True), ("l1inf", 3, False), ("l1", None, False)])
+@pytest.mark.parametrize("sparse_masters", [False, True])
 def test_slow_l12_warm_start_puts_small_masters_on_the_interior_point_path(random_problem, monkeypatch,
-                                                                          pen, grp, expect_ipm):
+                                                                          pen, grp, expect_ipm,
+                                                                          sparse_masters):
     # row generation on, masters never large by their non-zeros, every warm start of at least
     # one iteration "slow" (WARM_SLOW_PER_ROW 0) and the interior-point path's warm starts cut
     # at their first iteration: l12's masters go to the interior-point method after the first
-    # slow warm start; l1's and l1,inf's never do; both reach CVXPY's optimum
+    # slow warm start; l1's and l1,inf's never do; both reach CVXPY's optimum. Masters below
+    # WARM_SLOW_DENSITY (``sparse_masters``: every master, by a density above 1) take that path
+    # for hinge-reg only
     for name, value in (("ROWGEN_MIN_ROWS", 0), ("IPM_MIN_NNZ", 10**12), ("WARM_SLOW_PER_ROW", 0.0),
                         ("IPM_WARM_ITER_MIN", 1), ("IPM_WARM_ITER_PER_ROW", 0)):
         monkeypatch.setattr(colgen, name, value)
-    calls = []
-    _spy(monkeypatch, "_run_ipm", calls, "ipm")
+    if sparse_masters:
+        monkeypatch.setattr(colgen, "WARM_SLOW_DENSITY", 2.0)
     for method in ("hinge-reg", "hinge-con"):
+        calls = []
+        _spy(monkeypatch, "_run_ipm", calls, "ipm")
         _check_against_cvx(random_problem, method, pen, grp, "cg", seed=1, L=24, M=10, K=4)
-    assert (calls.count("ipm") > 2) == expect_ipm and (not calls) == (not expect_ipm)
+        expect = expect_ipm and not (sparse_masters and method == "hinge-con")
+        assert (calls.count("ipm") > 2) == expect and (not calls) == (not expect), method
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
-@pytest.mark.parametrize("pen,grp,shrink", [("l1", None, False), ("l1inf", 3, False), ("l12", 2, False),
-                                            ("l1inf", 3, True)])
-def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypatch, pen, grp, shrink):
+@pytest.mark.parametrize("pen,grp,shrink,sparse", [("l1", None, False, False), ("l1inf", 3, False, False),
+                                                   ("l12", 2, False, False), ("l1inf", 3, True, False),
+                                                   ("l1", None, False, True), ("l12", 2, False, True)])
+def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypatch, pen, grp, shrink,
+                                                        sparse):
     # on the interior-point path the dense interior-point method solves the masters; HiGHS
     # then has no basis of them, so no warm start is tried until a crossover made one (the
     # confirmation of a point at which nothing is priced), even where the master has become
     # too small for the interior-point path (``shrink``: below IPM_MIN_NNZ after the first
-    # dense solve); idle atoms are still dropped
+    # dense solve); idle atoms are still dropped. ``sparse``: the atom columns passed as sparse
+    # ones (every master below DENSE_IPM_SPARSE_ATOMS), the same optimum
     stall_warm_starts(monkeypatch, True, dense=True)
     monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)
+    monkeypatch.setattr(colgen, "DENSE_IPM_SPARSE_ATOMS", 2.0 if sparse else 0.0)
+    layouts = []
+    interior_point = colgen.interior_point
+
+    def spy_layout(A_sparse, A_dense, *args, **kw):
+        layouts.append((A_sparse.shape[1], A_dense.shape[1]))
+        return interior_point(A_sparse, A_dense, *args, **kw)
+
+    monkeypatch.setattr(colgen, "interior_point", spy_layout)
     calls, dropped = [], []
     if shrink:
         run_dense = colgen._Master._run_dense
@@ -522,6 +541,9 @@ def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypa
                 if runs[start] == "d":
                     assert not runs[start:].lstrip("d").startswith("w"), runs
     assert n_dense > 8 and sum(dropped) > 0
+    # every master with atoms in the layout asked for (the base columns are sparse either way)
+    assert all((dense == 0) == sparse for _, dense in layouts if dense or sparse)
+    assert sparse == any(n > 4 + 24 + 1 for n, _ in layouts)  # more than K + L (+ slack) sparse
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")

@@ -99,24 +99,30 @@ WARM_ITER_PER_ROW = 10
 #: way, more rounds), nor without row generation (a dense noisy problem, 300 x 2000 x 5, l1,
 #: 1200 rows: its gap then stalled at 0.3-0.5, where the simplex alone certifies it in 5 s)
 IPM_MIN_NNZ = 150000
-#: l12 (with row generation): once a warm start on a master of density at least
-#: WARM_SLOW_DENSITY (non-zeros over rows x columns) has taken more than WARM_SLOW_PER_ROW x
-#: rows simplex iterations, the master is treated as large (the rule above) whatever its
-#: non-zeros. l12's atoms are directions, and each round adds ones nearly parallel to those
-#: of the last: the primal simplex then crawls through degenerate pivots (seen in a
+#: l12 (with row generation): once a warm start has taken more than WARM_SLOW_PER_ROW x rows
+#: simplex iterations, the master is treated as large (the rule above) whatever its
+#: non-zeros; for hinge-con only on masters of density at least WARM_SLOW_DENSITY (non-zeros
+#: over rows x columns). l12's atoms are directions, and each round adds ones nearly parallel
+#: to those of the last: the primal simplex then crawls through degenerate pivots (seen in a
 #: development trace on benchmarks/bench_family.py's MNIST-like problem of 500 images,
 #: hinge-reg@5: 3-9 x rows iterations a solve, most 6-9 x, about 1 s each, on masters of
 #: 490-920 rows, density 10-14 %, fewer than IPM_MIN_NNZ non-zeros; its other two l1,2 rows
 #: at most 3.4 x). Column generation
 #: alone there (a fresh clone of 0e596e2, one process a run, the compiled kernels' cache
 #: warm; /work/notes/s46/cgknob.py in issue 16's notes): hinge-reg@5 8.1 s against 24.4 s
-#: without the rule, hinge-reg@2 4.9-5.0 against 4.2 s, hinge-con 3.6 against 3.5 s. Not on
-#: sparse masters (the News20-like problem's, density 1-2 %, where the dense interior-point
-#: method took 3.4 s a solve of 755 rows and 5300-5400 atoms: the portfolio's l1,2
-#: hinge-con row 27.8 s with WARM_SLOW_DENSITY 0, PDHG certifying, against 8.3 s; a fresh
-#: clone of a630e60, /work/notes/s46/ptrace.py), nor for l1
-#: and l1,inf (the News20-like l1,inf hinge-reg@5 row, warm starts of 4-6 x rows, took
-#: minutes on the interior-point path instead of 16 s: a development run)
+#: without the rule, hinge-reg@2 4.9-5.0 against 4.2 s, hinge-con 3.6 against 3.5 s. On the
+#: sparse masters of its News20-like problem (density 1-2 %), hinge-reg@5, the simplex slowed
+#: to about 1 ms an iteration (2000-5000 iterations, 1-2.4 s a solve of 700-930 rows and
+#: 2600 columns, one warm start cut at 10000 after 12.7 s and solved again cold in 5.9 s: a development
+#: trace on e5b784c, /work/notes/s47/ptrace.py); column generation alone there 37.7 s without
+#: the rule, 6.4-6.5 s with it and DENSE_IPM_SPARSE_ATOMS, 17.6 s with the atoms dense
+#: (development runs of /work/notes/s47/ipx.py). Its hinge-con masters stay off the path:
+#: there the interior points' certified gaps swung between 2e-4 and 0.4 from round to
+#: round, and column generation alone took 45 s against 3.8 s with every warm start
+#: counted slow (development runs of /work/notes/s47/ipx.py), and the portfolio's row 22.5
+#: s against 8.3 s with this rule for both forms. Not for l1 and l1,inf (the News20-like
+#: l1,inf hinge-reg@5 row, warm starts of 4-6 x rows, took minutes on the interior-point
+#: path instead of 13-16 s: development runs)
 WARM_SLOW_PER_ROW = 3.0
 WARM_SLOW_DENSITY = 0.05
 IPM_WARM_ITER_MIN = 500
@@ -151,6 +157,14 @@ DENSE_IPM_MIN_TOL = 1e-9
 #: or a hinge row (right-hand side -1) whose slack exceeds this and its multiplier, is
 #: inactive: its weight or multiplier is set to 0
 DENSE_IPM_INACTIVE = 1e-6
+#: the dense interior-point method takes the atom columns as sparse ones (their part of the
+#: normal matrix a sparse product instead of BLAS' syrk) when fewer than this fraction of
+#: their entries are non-zero (sparse features: TF-IDF). The two costs grow alike with the
+#: rows and atoms (rows^2 x atoms x density^2 against rows^2 x atoms); measured on random
+#: masters of 900 rows and 2500 atoms (one BLAS thread, /work/notes/s47/breakeven.py in issue
+#: 16's notes), one normal matrix at densities 1, 2, 5, 10 and 20 %: sparse 5.9, 17.2, 34.0,
+#: 59.1 and 151 ms, dense 43-44 ms each (a development run)
+DENSE_IPM_SPARSE_ATOMS = 0.05
 
 
 def _aged(age, idle):
@@ -447,7 +461,8 @@ class _Master:
 
     def _run_dense(self):
         """:func:`~sparsesvm.solvers.accelerated.ipm.interior_point` on the master (the base
-        columns sparse, the atoms dense) to :attr:`interior_tol`: sets :attr:`interior` (the
+        columns sparse, the atoms dense but below :data:`DENSE_IPM_SPARSE_ATOMS`) to
+        :attr:`interior_tol`: sets :attr:`interior` (the
         point and the multipliers, in linprog's layout) and returns True, or False where it
         did not converge. HiGHS' model is not solved: its basis is then stale.
 
@@ -460,7 +475,11 @@ class _Master:
         both near 0 (a degenerate master) is kept: dropping those made the rounds cycle on
         load_digits (the same four masters again and again)."""
         C, c = self._atom_block()
-        res = interior_point(self.base, C, c, np.flatnonzero(np.isinf(self.lb)), self.rub,
+        if np.count_nonzero(C) < DENSE_IPM_SPARSE_ATOMS * C.size:  # sparse features' atoms
+            A_sparse, A_dense = sp.hstack([self.base, sp.csc_matrix(C)], format="csc"), C[:, :0]
+        else:
+            A_sparse, A_dense = self.base, C
+        res = interior_point(A_sparse, A_dense, c, np.flatnonzero(np.isinf(self.lb)), self.rub,
                              tol=self.interior_tol, deadline=self.hard_deadline)
         self.clock.interior(res.iterations, self.nrow, C.shape[1])
         if res.status == "time":
@@ -529,8 +548,8 @@ class _Master:
                 self._slow_warm = (self.h.getModelStatus() == status.kOptimal
                                    and self.h.getInfo().simplex_iteration_count
                                    > WARM_SLOW_PER_ROW * self.nrow
-                                   and self.h.getNumNz()
-                                   >= WARM_SLOW_DENSITY * self.nrow * self.h.getNumCol())
+                                   and (self.kind == "reg" or self.h.getNumNz()
+                                        >= WARM_SLOW_DENSITY * self.nrow * self.h.getNumCol()))
             if (self._large() and self.h.getModelStatus() == status.kIterationLimit
                     and not self._turn_over):
                 # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
