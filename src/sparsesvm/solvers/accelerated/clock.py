@@ -56,6 +56,11 @@ IPM_LOG = (-15.737, 1.463, -0.655, -0.076)
 #: multiply-add of its normal matrix and factor (:func:`.ipm.iteration_madds`)
 DENSE_IPM_ITER_S = 2.0e-3
 DENSE_IPM_MADD_S = 7.0e-11
+#: ... and per product pair of its sparse columns' part of the normal matrix (sum over the
+#: columns of their non-zeros squared; scipy's sparse product): 17.2 ms for 0.82 million pairs
+#: on a random master of 900 rows and 2500 atoms of density 2 % (a development run of
+#: /work/notes/s47/breakeven.py in issue 16's notes)
+DENSE_IPM_PAIR_S = 2.1e-8
 #: an iteration of the interior point on the whole LP (:mod:`.hinge_ipm`) besides its
 #: products: a fixed part, per multiply-add (:func:`.hinge_ipm.iteration_madds`), per entry of
 #: its L(K-1)-square matrix S and per weight (``calibrate_work_clock.py --ipm-only``: the
@@ -149,11 +154,13 @@ class WorkClock(WallClock):
         self.seconds += (simplex * simplex_iteration_seconds(rows, cols, nnz)
                          + ipm * _power_law(IPM_LOG, nnz, rows, cols))
 
-    def interior(self, iterations, rows, dense_cols):
+    def interior(self, iterations, rows, dense_cols, sparse_pairs=0):
         """A master LP solved by the dense interior-point method: ``iterations`` on ``rows``
-        rows with ``dense_cols`` dense columns."""
+        rows with ``dense_cols`` dense columns, and sparse ones of ``sparse_pairs`` product
+        pairs (their non-zeros squared, summed)."""
         self.seconds += iterations * (DENSE_IPM_ITER_S
-                                      + DENSE_IPM_MADD_S * iteration_madds(rows, dense_cols))
+                                      + DENSE_IPM_MADD_S * iteration_madds(rows, dense_cols)
+                                      + DENSE_IPM_PAIR_S * sparse_pairs)
 
     def round(self, L, K):
         """A column generation round's work besides its products and master LP."""

@@ -67,6 +67,10 @@ ROWGEN_MAX_ADD = 500
 #: consecutive master solutions is dropped (it is added again if violated later)
 ROWGEN_DROP_AFTER = 3
 
+#: on a counted clock (the engine portfolio's turns), a master solve pauses at the turn's end
+#: (True), or runs to its end (False)
+PAUSE_IN_MASTER = True
+
 #: an atom column nonbasic at 0 at this many consecutive master solutions is deleted
 #: (it may be priced again later)
 ATOM_DROP_AFTER = 3
@@ -475,13 +479,15 @@ class _Master:
         both near 0 (a degenerate master) is kept: dropping those made the rounds cycle on
         load_digits (the same four masters again and again)."""
         C, c = self._atom_block()
-        if np.count_nonzero(C) < DENSE_IPM_SPARSE_ATOMS * C.size:  # sparse features' atoms
+        nnz = np.count_nonzero(C, axis=0)
+        if nnz.sum() < DENSE_IPM_SPARSE_ATOMS * C.size:  # sparse features' atoms
             A_sparse, A_dense = sp.hstack([self.base, sp.csc_matrix(C)], format="csc"), C[:, :0]
+            pairs = float(nnz @ nnz)
         else:
-            A_sparse, A_dense = self.base, C
+            A_sparse, A_dense, pairs = self.base, C, 0.0
         res = interior_point(A_sparse, A_dense, c, np.flatnonzero(np.isinf(self.lb)), self.rub,
                              tol=self.interior_tol, deadline=self.hard_deadline)
-        self.clock.interior(res.iterations, self.nrow, C.shape[1])
+        self.clock.interior(res.iterations, self.nrow, A_dense.shape[1], pairs)
         if res.status == "time":
             raise TimeoutError("master LP: time limit")
         if not res.converged:
@@ -686,7 +692,8 @@ class _ColumnGeneration:
                 break
             if self.rounds:  # from the second solve on: one point is certified
                 if clock.counted:  # the turn by iterations, the run's deadline by HiGHS' clock
-                    master.deadline, master.until = self.deadline, until
+                    master.deadline = self.deadline
+                    master.until = until if PAUSE_IN_MASTER else None
                 else:
                     master.deadline = until
                 master.hard_deadline = self.deadline
