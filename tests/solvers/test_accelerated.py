@@ -505,14 +505,19 @@ def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypa
     stall_warm_starts(monkeypatch, True, dense=True)
     monkeypatch.setattr(colgen, "IPM_WARM_MAX_NEW", np.inf)
     monkeypatch.setattr(colgen, "DENSE_IPM_SPARSE_ATOMS", 2.0 if sparse else 0.0)
-    layouts = []
-    interior_point = colgen.interior_point
+    layouts, charged, bases = [], [], []
+    interior_point, solve_dense = colgen.interior_point, colgen._Master._run_dense
 
     def spy_layout(A_sparse, A_dense, *args, **kw):
-        layouts.append((A_sparse.shape[1], A_dense.shape[1]))
+        atoms = np.diff(sp.csc_matrix(A_sparse).indptr)[bases[-1]:]  # non-zeros of the atoms
+        layouts.append((A_sparse.shape[1], A_dense.shape[1], float(np.sum(atoms ** 2))))
         return interior_point(A_sparse, A_dense, *args, **kw)
 
     monkeypatch.setattr(colgen, "interior_point", spy_layout)
+    monkeypatch.setattr(colgen._Master, "_run_dense",
+                        lambda self: bases.append(self.nbase) or solve_dense(self))
+    monkeypatch.setattr(type(colgen.WALL), "interior",
+                        lambda self, it, rows, dense_cols, pairs=0: charged.append((dense_cols, pairs)))
     calls, dropped = [], []
     if shrink:
         run_dense = colgen._Master._run_dense
@@ -541,9 +546,11 @@ def test_dense_interior_point_masters_reach_the_optimum(random_problem, monkeypa
                 if runs[start] == "d":
                     assert not runs[start:].lstrip("d").startswith("w"), runs
     assert n_dense > 8 and sum(dropped) > 0
-    # every master with atoms in the layout asked for (the base columns are sparse either way)
-    assert all((dense == 0) == sparse for _, dense in layouts if dense or sparse)
-    assert sparse == any(n > 4 + 24 + 1 for n, _ in layouts)  # more than K + L (+ slack) sparse
+    # every master with atoms in the layout asked for (the base columns are sparse either way),
+    # charged to the clock by its dense columns or its sparse atoms' product pairs
+    assert all((dense == 0) == sparse for _, dense, _ in layouts if dense or sparse)
+    assert sparse == any(n > 4 + 24 + 1 for n, _, _ in layouts)  # more than K + L (+ slack) sparse
+    assert charged == [(dense, pairs) for _, dense, pairs in layouts]
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
@@ -955,25 +962,37 @@ def test_portfolio_extends_the_turn_of_an_engine_predicted_to_finish(random_prob
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")
-def test_column_generation_on_a_work_clock_pauses_inside_its_master_solves(random_problem):
-    """On a work clock a turn that is already over stops the warm simplex after one iteration;
-    resumed call after call from HiGHS' basis, the column generation reaches the optimum of
-    an uninterrupted run, and the clock has counted its work."""
+@pytest.mark.parametrize("pen,grp,rowgen", [("l1inf", 5, False), ("l12", 3, False), ("l12", 3, True)])
+def test_column_generation_on_a_work_clock_makes_the_rounds_of_an_uninterrupted_run(
+        random_problem, monkeypatch, pen, grp, rowgen):
+    """On a work clock a turn that is already over still ends its master solve: each call
+    makes one whole round, and the rounds, their certified gaps and the point are those of an
+    uninterrupted run on the wall clock (a simplex paused and resumed takes other pivots); the
+    clock has counted their work."""
     from sparsesvm.solvers.accelerated.clock import WorkClock
 
+    if rowgen:
+        monkeypatch.setattr(colgen, "ROWGEN_MIN_ROWS", 0)
     Phi, y, K = random_problem(seed=6, L=30, M=15, K=4)
-    op, geo = acc._operator(Phi, y, K), make_penalty("l1inf", 5, 15, K)
-    _, _, full, rounds, ok = colgen._column_generation(op, geo, "reg", 3.0, 1e-9, 1000, None,
-                                                       lambda *a: None)
+    op, geo = acc._operator(Phi, y, K), make_penalty(pen, grp, 15, K)
+    gaps = {"wall": [], "work": []}
+
+    def recorder(name):
+        return lambda gr, n_done, X: gaps[name].append(gr.rel_gap)
+
+    full = colgen._ColumnGeneration(op, geo, "reg", 3.0, 1e-6, 1000, None, recorder("wall"))
+    full.advance(None)
     clock = WorkClock()
-    cg = colgen._ColumnGeneration(op, geo, "reg", 3.0, 1e-9, 1000, None, lambda *a: None,
+    cg = colgen._ColumnGeneration(op, geo, "reg", 3.0, 1e-6, 1000, None, recorder("work"),
                                   clock=clock)
     calls = 0
-    while not cg.finished and calls < 100000:
+    while not cg.finished and calls < 10000:
         cg.advance(clock.now())
         calls += 1
-    assert cg.converged and calls > cg.rounds > 2  # paused inside master solves too
-    assert cg.best.primal == pytest.approx(full.primal, rel=1e-8)
+        assert cg.rounds == calls  # one round a call
+    assert full.converged and cg.converged and cg.rounds == full.rounds > 2
+    assert gaps["work"] == gaps["wall"]
+    np.testing.assert_array_equal(cg.X, full.X)
     assert clock.seconds > 0
 
 

@@ -115,7 +115,7 @@ class WallClock:
     def lp(self, simplex, ipm, rows, cols, nnz):
         pass
 
-    def interior(self, iterations, rows, dense_cols):
+    def interior(self, iterations, rows, dense_cols, sparse_pairs=0):
         pass
 
     def round(self, L, K):

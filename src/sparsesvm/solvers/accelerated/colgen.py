@@ -32,7 +32,7 @@ from scipy.optimize import linprog
 
 from ...model.certificates import hinge_con_gap, hinge_reg_gap
 from . import highs
-from .clock import WALL, simplex_iteration_seconds
+from .clock import WALL
 from .ipm import interior_point
 
 __all__ = ["_Master", "_Pricing", "_column_generation", "_ColumnGeneration", "SLACK_COST_START",
@@ -66,10 +66,6 @@ ROWGEN_MAX_ADD = 500
 #: a hinge row whose multiplier is 0 and slack above ROWGEN_TOL at this many
 #: consecutive master solutions is dropped (it is added again if violated later)
 ROWGEN_DROP_AFTER = 3
-
-#: on a counted clock (the engine portfolio's turns), a master solve pauses at the turn's end
-#: (True), or runs to its end (False)
-PAUSE_IN_MASTER = True
 
 #: an atom column nonbasic at 0 at this many consecutive master solutions is deleted
 #: (it may be priced again later)
@@ -233,9 +229,7 @@ class _Master:
         self.xi = None
         self.deadline = None  # perf_counter() time: HiGHS' time limit (set after the first solve)
         self.hard_deadline = None  # the same for the interior-point method: the run's own deadline
-        # a counted clock's turn (WorkClock): the simplex stops within the turn's iterations
-        self.clock, self.until = clock, None
-        self._turn_over = False  # the last warm start stopped at the turn's end
+        self.clock = clock  # charged with the solves' work (a WorkClock counts it)
         self._dual_next = False
         self._ipm_run = 0  # interior-point solves since the last warm start that stalled (0: none)
         self.slow_rule = slow_rule  # a slow warm start makes the master large (WARM_SLOW_PER_ROW)
@@ -506,18 +500,11 @@ class _Master:
 
     def _run_warm(self, capped):
         """The simplex method from the current basis (primal after new atoms, dual after new
-        rows only), ``capped`` at :data:`WARM_ITER_MIN` / :data:`WARM_ITER_PER_ROW`, and on a
-        counted clock within the iterations its turn has left (:attr:`until`; then
-        :attr:`_turn_over` says whether it stopped there)."""
-        cap = turn = None
+        rows only), ``capped`` at :data:`WARM_ITER_MIN` / :data:`WARM_ITER_PER_ROW`."""
+        limit = 2**31 - 1
         if capped:
-            cap = (max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW * self.nrow) if self._large()
-                   else max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
-        if self.until is not None:
-            price = simplex_iteration_seconds(self.h.getNumRow(), self.h.getNumCol(),
-                                              self.h.getNumNz())
-            turn = max(int((self.until - self.clock.now()) / price), 1)
-        limit = min(x for x in (cap, turn, 2**31 - 1) if x is not None)
+            limit = (max(IPM_WARM_ITER_MIN, IPM_WARM_ITER_PER_ROW * self.nrow) if self._large()
+                     else max(WARM_ITER_MIN, WARM_ITER_PER_ROW * self.nrow))
         self.h.setOptionValue("simplex_iteration_limit", limit)
         if self._dual_next:  # rows were added: the basis is dual feasible
             self.h.setOptionValue("simplex_strategy", 1)
@@ -527,8 +514,6 @@ class _Master:
             self.h.run()
         self.h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
         self._charge()
-        self._turn_over = (turn is not None and (cap is None or turn < cap)
-                           and self.h.getModelStatus() == highs.highspy.HighsModelStatus.kIterationLimit)
 
     def _solve_incremental(self):
         """A warm-started simplex, or the interior-point method where warm starts stall
@@ -556,14 +541,10 @@ class _Master:
                                    > WARM_SLOW_PER_ROW * self.nrow
                                    and (self.kind == "reg" or self.h.getNumNz()
                                         >= WARM_SLOW_DENSITY * self.nrow * self.h.getNumCol()))
-            if (self._large() and self.h.getModelStatus() == status.kIterationLimit
-                    and not self._turn_over):
+            if self._large() and self.h.getModelStatus() == status.kIterationLimit:
                 # a warm start that stalls (seen: 3000-4000 primal iterations after 200 new
                 # atoms, a dual simplex cycling through degenerate ones) is cut
                 self._run_ipm()
-        if self._turn_over and self.h.getModelStatus() == status.kIterationLimit:
-            self._turn_over = False
-            raise TimeoutError("master LP: the turn's end")  # solve() again goes on from the basis
         self.exact_next = False
         self._new_cols = 0
         if self.interior is not None:
@@ -680,9 +661,13 @@ class _ColumnGeneration:
         self._least, self._stall = np.inf, 0
 
     def advance(self, until):
-        """Run rounds until :attr:`finished` or, after a round (or inside a master solve
-        from the second on, by HiGHS' time limit, or its iteration limit on a counted
-        clock), :attr:`clock` passes ``until`` (None: never): then call again to go on."""
+        """Run rounds until :attr:`finished` or, after a round, :attr:`clock` passes ``until``
+        (None: never): then call again to go on. On the wall clock a master solve from the
+        second on also stops at ``until`` (HiGHS' time limit; the next call goes on from its
+        basis); on a counted clock (the engine portfolio's turns) it runs to its end, so that
+        the rounds are those of an uninterrupted run: HiGHS' simplex resumed after a pause
+        takes other pivots, and on a degenerate master ends at another optimal vertex, whose
+        multipliers price other atoms (measured: the README's work-clock paragraph)."""
         op, geo, kind, par = self.op, self.geo, self.kind, self.par
         master, pricing, rows = self.master, self.pricing, self.rows
         clock = self.clock
@@ -691,9 +676,8 @@ class _ColumnGeneration:
                 self.finished = True
                 break
             if self.rounds:  # from the second solve on: one point is certified
-                if clock.counted:  # the turn by iterations, the run's deadline by HiGHS' clock
+                if clock.counted:  # the run's deadline only (HiGHS' clock)
                     master.deadline = self.deadline
-                    master.until = until if PAUSE_IN_MASTER else None
                 else:
                     master.deadline = until
                 master.hard_deadline = self.deadline
@@ -867,6 +851,15 @@ class _Pricing:
         self.atoms = []
         self.keys = set()
         self.dropped = set()  # the keys of the atoms ever dropped
+        self._group_entries = {}  # gid -> _atom_entries(geo, gid)
+
+    def _entries(self, gid):
+        """:func:`_atom_entries` of group ``gid``, made once."""
+        gid = int(gid)
+        out = self._group_entries.get(gid)
+        if out is None:
+            out = self._group_entries[gid] = _atom_entries(self.geo, gid)
+        return out
 
     def master_point(self, master, kind, par):
         """Solve the master: ``(X (M+1, K), Y (L, K), a (L, K) the hinge multipliers, slack)``."""
@@ -933,7 +926,7 @@ class _Pricing:
         Row (l, k) of atom u is ``(Phi_l U)_k - (Phi_l U)_{z_l}``; computed by one sparse
         product of the rows' samples with a chunk of atoms (all classes at once).
         """
-        geo, op = self.geo, self.op
+        op = self.op
         y, K = op.y_idx, op.n_classes
         out = np.zeros((len(ll), len(atoms)))
         if not atoms or len(ll) == 0:
@@ -943,7 +936,7 @@ class _Pricing:
         for start in range(0, len(atoms), self.CHUNK):
             chunk = atoms[start:start + self.CHUNK]
             na = len(chunk)
-            parts = [_atom_entries(geo, gid)[:2] + (sig,) for gid, _, sig in chunk]
+            parts = [self._entries(gid)[:2] + (sig,) for gid, _, sig in chunk]
             js = np.concatenate([p[0] for p in parts])
             cols = np.concatenate([u * K + p[1] for u, p in enumerate(parts)])
             U = sp.csr_matrix((np.concatenate([p[2] for p in parts]), (cols, js)),
@@ -971,7 +964,7 @@ class _Pricing:
             if gdn[gid] <= 1.0 + 1e-9 or len(new) >= n_add:
                 break
             i1, i2 = divmod(int(gid), geo.group_shape[2])
-            _, _, slots = _atom_entries(geo, gid)
+            _, _, slots = self._entries(gid)
             v = Vg[i1, slots, i2]
             # best atom of the group: the minimiser of <u, V_g> over the unit ball of g_G
             sig = -v / np.sqrt(v @ v) if geo.name == "l12" else -np.sign(v)

@@ -634,13 +634,14 @@ class _Portfolio:
     :data:`L12_CG_MAX_GROUP_WIDE`); then the
     engines take turns, each turn bringing the engine's total time to the
     allotment, which doubles after every pair of turns. Each engine resumes
-    where it paused (the master LP from HiGHS' basis, PDHG from its iteration
-    state). In each pair of turns the engine with the smaller certified gap
+    where it paused (column generation after its last round, PDHG from its iteration
+    state), so that each makes the iterates it makes alone. In each pair of turns the
+    engine with the smaller certified gap
     goes first (column generation before any gap), so if the faster engine
     alone needs t seconds, the portfolio needs about 2 t when that engine also
     leads on the gap (3 t at most when it trails until its last turn), plus
-    the first slice and the turns' overshoot (a pricing round, a check interval
-    of PDHG; a master LP only in the first round). An engine whose gap, at the rate it
+    the first slice and the turns' overshoot (a round of column generation, its master
+    LP included; a check interval of PDHG). An engine whose gap, at the rate it
     fell since the middle of its time so far (the first turn of the engine other than
     column generation is run in two halves, so that this rate is known at its end; column
     generation's is not: its rate says little, and a pause there changed the rounds that
