@@ -56,10 +56,12 @@ IPM_LOG = (-15.737, 1.463, -0.655, -0.076)
 #: multiply-add of its normal matrix and factor (:func:`.ipm.iteration_madds`)
 DENSE_IPM_ITER_S = 2.0e-3
 DENSE_IPM_MADD_S = 7.0e-11
-#: ... and per product pair of its sparse columns' part of the normal matrix (sum over the
-#: columns of their non-zeros squared; scipy's sparse product): 17.2 ms for 0.82 million pairs
-#: on a random master of 900 rows and 2500 atoms of density 2 % (a development run of
-#: /work/notes/s47/breakeven.py in issue 16's notes)
+#: ... and per product pair of its sparse atom columns' part of the normal matrix (sum over
+#: the columns of their non-zeros squared; scipy's sparse product): on a random master of 900
+#: rows and 2500 atoms of density 2 % (0.85 million such pairs, 0.87 million with the base
+#: columns), 17.2 ms in the development run this price was taken from, 16.6 ms on a fresh clone
+#: of e382613 (/work/notes/s47/breakeven.py in issue 16's notes): 1.9-2.0e-8 s a pair (the
+#: price below came from a rougher count of the pairs, 0.82 million)
 DENSE_IPM_PAIR_S = 2.1e-8
 #: an iteration of the interior point on the whole LP (:mod:`.hinge_ipm`) besides its
 #: products: a fixed part, per multiply-add (:func:`.hinge_ipm.iteration_madds`), per entry of

@@ -113,9 +113,10 @@ IPM_MIN_NNZ = 150000
 #: without the rule, hinge-reg@2 4.9-5.0 against 4.2 s, hinge-con 3.6 against 3.5 s. On the
 #: sparse masters of its News20-like problem (density 1-2 %), hinge-reg@5, the simplex slowed
 #: to about 1 ms an iteration (2000-5000 iterations, 1-2.4 s a solve of 700-930 rows and
-#: 2600 columns, one warm start cut at 10000 after 12.7 s and solved again cold in 5.9 s: a development
-#: trace on e5b784c, /work/notes/s47/ptrace.py); column generation alone there 37.7 s without
-#: the rule, 6.4-6.5 s with it and DENSE_IPM_SPARSE_ATOMS, 17.6 s with the atoms dense
+#: 2600 columns, one warm start cut at 10000 after 12.7 s and solved again cold in 5.9 s: a
+#: development trace on e5b784c, /work/notes/s47/ptrace.py); column generation alone there
+#: 6.3-6.5 s with the rule and DENSE_IPM_SPARSE_ATOMS (a fresh clone of e382613, cgknob.py,
+#: twice), 37.7-38.2 s without the rule (e5b784c) and 17.6 s with the atoms dense
 #: (development runs of /work/notes/s47/ipx.py). Its hinge-con masters stay off the path:
 #: there the interior points' certified gaps swung between 2e-4 and 0.4 from round to
 #: round, and column generation alone took 45 s against 3.8 s with every warm start
@@ -162,8 +163,8 @@ DENSE_IPM_INACTIVE = 1e-6
 #: their entries are non-zero (sparse features: TF-IDF). The two costs grow alike with the
 #: rows and atoms (rows^2 x atoms x density^2 against rows^2 x atoms); measured on random
 #: masters of 900 rows and 2500 atoms (one BLAS thread, /work/notes/s47/breakeven.py in issue
-#: 16's notes), one normal matrix at densities 1, 2, 5, 10 and 20 %: sparse 5.9, 17.2, 34.0,
-#: 59.1 and 151 ms, dense 43-44 ms each (a development run)
+#: 16's notes, a fresh clone of e382613), one normal matrix at densities 1, 2, 5, 10 and 20 %:
+#: sparse 5.4, 16.6, 34.1, 59.6 and 154 ms, dense 43-44 ms each
 DENSE_IPM_SPARSE_ATOMS = 0.05
 
 
