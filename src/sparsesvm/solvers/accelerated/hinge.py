@@ -644,9 +644,9 @@ class _Portfolio:
     LP included; a check interval of PDHG). An engine whose gap, at the rate it
     fell since the middle of its time so far (the first turn of the engine other than
     column generation is run in two halves, so that this rate is known at its end; column
-    generation's is not: its rate says little, and a pause there changed the rounds that
-    followed, 46 to 84 on the News20-like l1,2 hinge-reg@2 row of
-    ``benchmarks/bench_family.py``, in a development run), would meet ``tol`` within
+    generation's is not: its rate says little, and when its master LPs still paused inside a
+    turn, a pause there changed the rounds that followed, 46 to 84 on the News20-like l1,2
+    hinge-reg@2 row of ``benchmarks/bench_family.py``, in a development run), would meet ``tol`` within
     :data:`PORTFOLIO_EXTEND` times
     its time so far keeps its turn, in steps of at least that time, up to
     :data:`PORTFOLIO_EXTEND_CAP` times the allotment: then the other engine does not get
