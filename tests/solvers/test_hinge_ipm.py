@@ -116,6 +116,28 @@ def test_newton_system_matches_a_dense_solve(random_problem, monkeypatch, pen, g
     np.testing.assert_allclose(e2, -dW - tg, rtol=0, atol=1e-9 * np.abs(x).max())
 
 
+@pytest.mark.parametrize("L", [5, 8, 41])
+def test_border_forward_solve_by_blocks_matches_a_triangular_solve(random_problem, L):
+    """The border's forward solve by blocks of samples (xi's columns from their sample's first
+    hinge row on) equals a dense triangular solve, with fewer samples than blocks, as many,
+    and more (uneven blocks)."""
+    import scipy.linalg as sl
+
+    Phi, y, K = random_problem(1, L=L, M=6, K=3)
+    op = MulticlassOperator(Phi, y, K)
+    lp = hinge_ipm._HingeLP(op, make_penalty("l1inf", 3, 6, K), "reg", 1.0)
+    m = len(lp.st.li)
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((m, m))
+    chol = np.linalg.cholesky(A @ A.T + m * np.eye(m))
+    B = np.hstack([lp.st.B0 * rng.uniform(0.5, 2.0, lp.st.B0.shape),
+                   rng.standard_normal((m, 4))])  # xi's and the biases' columns, 4 weights
+    for C in (chol, np.asfortranarray(chol)):
+        V = lp._forward_border(C, B)
+        np.testing.assert_allclose(V, sl.solve_triangular(chol, B, lower=True),
+                                   rtol=1e-10, atol=1e-12)
+
+
 def test_border_wider_than_the_hinge_rows_waits_for_an_inaccurate_direction(random_problem):
     """A border wider than the L(K - 1) hinge rows (its own factor would cost more than S's) is
     left out (``border_cut``), up to BORDER_MAX once the limit is raised (both factors solve

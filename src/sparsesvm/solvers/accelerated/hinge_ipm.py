@@ -93,6 +93,8 @@ STALL_ITERATIONS = 6
 BORDER_REL = 1e-2
 BORDER_MAX = 500
 WIDEN_RESIDUAL = 1e-6
+#: blocks of samples in the border's forward solve (:meth:`_HingeLP._forward_border`)
+XI_BLOCKS = 8
 #: iterations assumed by :func:`predicted_seconds`: measured at tol 1e-4 (6f70625, with the
 #: iterations for exact zeros), 12-22 on ``benchmarks/bench_family.py``'s dense noisy
 #: problem, 14-21 (l1) and 29-40 (l1,inf) on its MNIST-like one, 37 and 40 alone on real
@@ -200,20 +202,28 @@ class _Structure:
         Ab[np.arange(m), self.zi] -= 1.0
         # the border's fixed columns: the hinge values xi (-1) and the biases (e_k - e_{z_l})
         self.B0 = np.hstack([-(self.li[:, None] == np.arange(L)[None, :]).astype(float), Ab])
+        # the blocks of samples of the border's forward solve (_HingeLP._forward_border):
+        # (first sample, its first hinge row) of each, then (L, m)
+        first = np.linspace(0, L, min(XI_BLOCKS, L) + 1).round().astype(np.intp)
+        self.xi_blocks = list(zip(first.tolist(), np.searchsorted(self.li, first).tolist()))
         if self.within_class:
             # S's class-Gram part, entry by entry: S.flat[dest] += sign * grams.flat[src]
             # (the four blocks of each class k: the rows (l, k), +1 on class k's weights, and
-            # the rows of class-k samples, -1)
+            # the rows of class-k samples, -1), S's lower triangle only (its Cholesky factor
+            # reads no other) from the Gram matrices' lower triangles; kept as the distinct
+            # entries of S (pos) and each term's among them (inv)
             dest, src, sign = [], [], []
             for k in range(K):
                 plus, minus = np.flatnonzero(self.ki == k), np.flatnonzero(self.zi == k)
                 for R1, s1 in ((plus, 1.0), (minus, -1.0)):
                     for R2, s2 in ((plus, 1.0), (minus, -1.0)):
-                        dest.append((R1[:, None] * m + R2[None, :]).ravel())
-                        src.append((k * L * L + self.li[R1][:, None] * L
-                                    + self.li[R2][None, :]).ravel())
-                        sign.append(np.full(len(R1) * len(R2), s1 * s2))
-            self.assembly = (np.concatenate(dest), np.concatenate(src), np.concatenate(sign))
+                        low = R1[:, None] >= R2[None, :]
+                        l1, l2 = self.li[R1][:, None], self.li[R2][None, :]
+                        dest.append((R1[:, None] * m + R2[None, :])[low])
+                        src.append((k * L * L + np.maximum(l1, l2) * L + np.minimum(l1, l2))[low])
+                        sign.append(np.full(int(low.sum()), s1 * s2))
+            pos, inv = np.unique(np.concatenate(dest), return_inverse=True)
+            self.assembly = (pos, inv, np.concatenate(src), np.concatenate(sign))
         else:  # the classes' Gram blocks coupled: S = C G C^T, row (l, k) of C +1 at (k, l),
             # -1 at (z_l, l)
             rows = np.repeat(np.arange(m), 2)
@@ -268,6 +278,7 @@ class _HingeLP:
         self.border_limit = min(BORDER_MAX, len(self.st.li))
         self.border_cut = False
         self.residual = 0.0
+        self._S = None  # S's array, reused from iteration to iteration (_gram_rows)
 
     # -- the rows' products -------------------------------------------------
     def hinge_values(self, W, b):
@@ -286,20 +297,24 @@ class _HingeLP:
         return -np.bincount(self.st.li, weights=w, minlength=self.L) + wc
 
     # -- the Newton system ----------------------------------------------------
-    def _class_gram(self, d):
-        """``Phi diag(d) Phi^T`` (L, L), both triangles."""
+    def _class_gram(self, d, full=True):
+        """``Phi diag(d) Phi^T`` (L, L): both triangles, or (``full=False``) at least the
+        lower one."""
         Phi = self.op.Phi
         if sp.issparse(Phi):
             return (Phi.multiply(d[None, :]) @ Phi.T).toarray()
         G = dsyrk(1.0, Phi * np.sqrt(d), lower=1)
-        G += np.tril(G, -1).T
+        if full:
+            G += np.tril(G, -1).T
         return G
 
     def _gram_rows(self, dW, vv, sigma):
-        """``A_W P^{-1} A_W^T`` on the hinge rows (m, m): the class Gram matrices, with the
-        groups' rank-one terms, spread by the rows' pattern ``e_k - e_{z_l}``."""
+        """``A_W P^{-1} A_W^T`` on the hinge rows (m, m; where the groups lie within classes,
+        its lower triangle only, the upper one 0): the class Gram matrices, with the groups'
+        rank-one terms, spread by the rows' pattern ``e_k - e_{z_l}``."""
         st, L, K, Phi = self.st, self.L, self.K, self.op.Phi
-        grams = [self._class_gram(dW[:, k]) for k in range(K)]
+        # within classes, S's lower triangle from the Gram matrices' (st.assembly)
+        grams = [self._class_gram(dW[:, k], full=not st.within_class) for k in range(K)]
         if st.size > 1:
             cols = st.n_groups if st.within_class else K * st.n_groups
             Vsp = sp.csc_matrix((vv.ravel(), (st.v_rows, st.v_cols)), shape=(self.M, cols))
@@ -309,18 +324,25 @@ class _HingeLP:
             if st.within_class:
                 Q *= 1.0 / np.sqrt(sigma[st.v_perm])
                 for k in range(K):
-                    Gk = dsyrk(1.0, Q[:, st.class_cols[k]:st.class_cols[k + 1]], lower=1)
-                    grams[k] += Gk + np.tril(Gk, -1).T
+                    grams[k] += dsyrk(1.0, Q[:, st.class_cols[k]:st.class_cols[k + 1]],
+                                      lower=1)
             else:  # groups across classes: the classes' blocks are coupled
                 Q = Q.reshape(L, K, st.n_groups) / np.sqrt(sigma)
                 full = sl.block_diag(*grams)
                 Qs = Q.transpose(1, 0, 2).reshape(K * L, st.n_groups)
                 full += Qs @ Qs.T
                 return np.asarray(st.C @ np.asarray(st.C @ full).T)
+        # into the (m, m) array of the last iteration, whose factor it became: a new one
+        # each time cost its first writes' page faults (0.2-0.3 s an iteration at m = 4500)
         m = len(st.li)
-        dest, src, sign = st.assembly
-        return np.bincount(dest, weights=sign * np.stack(grams).ravel()[src],
-                           minlength=m * m).reshape(m, m)
+        if self._S is None:
+            self._S = np.zeros((m, m))
+        S = self._S
+        S.fill(0.0)
+        pos, inv, src, sign = st.assembly
+        S.ravel()[pos] = np.bincount(inv, weights=sign * np.stack(grams).ravel()[src],
+                                     minlength=len(pos))
+        return S
 
     def factor(self, v):
         """Factor the Newton system at the point ``v`` (a dict of the iterate)."""
@@ -354,11 +376,14 @@ class _HingeLP:
         S = self._gram_rows(dW, vv, sigma)
         S[np.diag_indices_from(S)] += v["sh"] / v["yh"]
         S[np.diag_indices_from(S)] *= 1.0 + REGULARISATION
-        chol = sl.cholesky(S, lower=True, overwrite_a=True, check_finite=False)
-        self.chol = (chol, True)
+        # S is symmetric (or holds its lower triangle only) and C-ordered: its transpose is
+        # the Fortran-ordered array LAPACK factors in place (S itself would be copied first,
+        # 0.1-0.4 s at m = 4500), into the upper factor C^T
+        chol = sl.cholesky(S.T, lower=False, overwrite_a=True, check_finite=False).T
+        self.chol = chol
         B, E = self._border(a, c, 4.0 * d1 * d2)
-        self.B = B
-        V = sl.solve_triangular(chol, B, lower=True, check_finite=False)
+        # V = C^{-1} B (S = C C^T): F's part, and each solve's (:meth:`_solve`)
+        self.V = V = self._forward_border(chol, B)
         F = V.T @ V + E
         # Jacobi scaling (xi's pinned entries are huge), and the biases' common shift, F's
         # null direction (the right-hand sides are orthogonal to it): adding u u^T makes F
@@ -378,6 +403,36 @@ class _HingeLP:
             self.ones[:L] = 1.0
             self.F_ones = self._f_solve(self.ones)
             self.con_schur = self.ones @ self.F_ones + v["sc"] / v["yc"]
+
+    def _forward_border(self, chol, B):
+        """``C^{-1} B`` for the factor C (lower) of S and the border's columns B (rows,
+        L + K + bordered weights), by blocks of rows: xi's column l is 0 above sample l's
+        first hinge row (the rows are sample-major), and so is its solution, so the products
+        of a block of rows with the solution above it start at the first row of each
+        column's block of samples (:data:`XI_BLOCKS` blocks: about 0.4 of the xi columns'
+        multiply-adds of a dense triangular solve)."""
+        L = self.L
+        m = len(chol)
+        bounds = self.st.xi_blocks  # (first sample, first row) of each block, then (L, m)
+        V = np.zeros_like(B)
+        for i in range(len(bounds) - 1):
+            (s0, r0), (s1, r1) = bounds[i], bounds[i + 1]
+            if r1 == r0:
+                continue
+            rows = slice(r0, r1)
+            T = np.empty((r1 - r0, B.shape[1] - L + s1))
+            # the columns that may be non-zero in these rows: xi's of samples < s1, the rest
+            T[:, :s1] = B[rows, :s1]
+            T[:, s1:] = B[rows, L:]
+            if r0:
+                T[:, s1:] -= chol[rows, :r0] @ V[:r0, L:]
+                for j in range(i):  # xi's columns of the blocks above, from their first row
+                    (a0, q0), (a1, _) = bounds[j], bounds[j + 1]
+                    T[:, a0:a1] -= chol[rows, q0:r0] @ V[q0:r0, a0:a1]
+            T = sl.solve_triangular(chol[rows, rows], T, lower=True, check_finite=False)
+            V[rows, :s1] = T[:, :s1]
+            V[rows, L:] = T[:, s1:]
+        return V
 
     def _f_solve(self, g):
         """``F^{-1} g`` (F: the border's matrix, factored with its scaling)."""
@@ -496,18 +551,22 @@ class _HingeLP:
         L, K = self.L, self.K
         inner = ~self.bmask
         pW = np.where(inner, self._p_inverse(gW, gt, weights_only=True), 0.0)
-        Sih = sl.cho_solve(self.chol, self.hinge_values(pW, np.zeros(K)), check_finite=False)
+        # S^{-1} h = C^{-T} u and B^T S^{-1} h = V^T u with u = C^{-1} h; then
+        # S^{-1} (h + B df) = C^{-T} (u + V df): one substitution each way
+        u = sl.solve_triangular(self.chol, self.hinge_values(pW, np.zeros(K)), lower=True,
+                                check_finite=False)
         gb_w = []
         if len(self.bflat):  # the bordered weights' right-hand sides, t_g eliminated
             gt_b = gt[self.bgroups]
             mem = self.bmembers
             G3 = np.where(self.bvalid, gW.ravel()[mem], 0.0) - self.bC3 * (gt_b / self.btau)[:, None]
             gb_w = G3[self.bvalid]
-        gf = np.concatenate([gxi, gb, gb_w]) - self.B.T @ Sih
+        gf = np.concatenate([gxi, gb, gb_w]) - self.V.T @ u
         df = self._f_solve(gf)
         if self.con:  # the constraint row's multiplier wc, then the border's solution
             df -= self.F_ones * (self.ones @ df / self.con_schur)
-        wh = Sih + sl.cho_solve(self.chol, self.B @ df, check_finite=False)
+        wh = sl.solve_triangular(self.chol, u + self.V @ df, lower=True, trans="T",
+                                 check_finite=False)
         AW, _ = self.hinge_adjoint(wh)
         dW, dt, e1, e2 = self._p_inverse(gW - AW, gt)
         if len(self.bflat):  # the bordered groups' weights and bounds from the border
