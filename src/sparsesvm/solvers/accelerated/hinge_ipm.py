@@ -412,11 +412,10 @@ class _HingeLP:
         column's block of samples (:data:`XI_BLOCKS` blocks: about 0.4 of the xi columns'
         multiply-adds of a dense triangular solve)."""
         L = self.L
-        m = len(chol)
         bounds = self.st.xi_blocks  # (first sample, first row) of each block, then (L, m)
         V = np.zeros_like(B)
         for i in range(len(bounds) - 1):
-            (s0, r0), (s1, r1) = bounds[i], bounds[i + 1]
+            (_, r0), (s1, r1) = bounds[i], bounds[i + 1]
             if r1 == r0:
                 continue
             rows = slice(r0, r1)
