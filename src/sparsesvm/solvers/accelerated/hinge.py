@@ -241,10 +241,6 @@ PORTFOLIO_IPM_HEAD = 0.2
 #: finish; column generation's stays high until it drops at once, and seldom predicts it
 PORTFOLIO_EXTEND = 1.0
 PORTFOLIO_EXTEND_CAP = 8.0
-#: inner="portfolio": from the second pair of turns on, the engine predicted to reach tol
-#: sooner goes first where both engines' gaps fell in their last turns (_turn_order; else the
-#: one with the smaller certified gap)
-PORTFOLIO_ORDER_BY_PREDICTION = True
 
 #: inner="portfolio": PDHG, trailing on the certified gap, whose gap at the rate it fell since
 #: its previous turn would reach tol only after more than PORTFOLIO_SLOW times the leading
@@ -626,17 +622,6 @@ class _Lane:
         return self.recorder.off_clock(fn)
 
 
-def _turn_order(lanes, tol):
-    """The sort key of the portfolio's lanes ``(lane, engine)`` at a pair of turns: each
-    engine's predicted time to ``tol`` (:meth:`_Lane.predicted`) where both engines' gaps fell
-    during their last turns (:data:`PORTFOLIO_ORDER_BY_PREDICTION`), else its certified gap
-    (column generation first before any)."""
-    preds = {id(lane): lane.predicted(tol) for lane, _ in lanes}
-    if PORTFOLIO_ORDER_BY_PREDICTION and all(np.isfinite(p) for p in preds.values()):
-        return lambda le: preds[id(le[0])]
-    return lambda le: le[1].best.rel_gap if le[1].best is not None else np.inf
-
-
 class _Portfolio:
     """Column generation and working-set PDHG in turns (inner="portfolio"; l1, l12, l1inf).
 
@@ -754,9 +739,9 @@ class _Portfolio:
         allot = max(float(first), 1e-3)
         done = None
         while done is None and not all(eng.finished for _, eng in lanes):
-            # the engine nearer to tol first: it is likelier to finish within its turn, before
-            # the other spends the new allotment (_turn_order)
-            lanes.sort(key=_turn_order(lanes, tol))
+            # the engine nearer to tol (smaller certified gap) first: it is likelier to finish
+            # within its turn, before the other spends the new allotment
+            lanes.sort(key=lambda le: le[1].best.rel_gap if le[1].best is not None else np.inf)
             for i, (lane, eng) in enumerate(lanes):
                 target = allot
                 if lane.name == "pdhg" and lanes[0][0] is cg_lane:
