@@ -138,6 +138,41 @@ def test_border_forward_solve_by_blocks_matches_a_triangular_solve(random_proble
                                    rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("pen,grp", [("l1", None), ("l1inf", 3)])
+def test_s_is_assembled_and_factored_in_one_array_from_iteration_to_iteration(
+        random_problem, monkeypatch, pen, grp):
+    """Within classes, S (its lower triangle) is assembled into the array of the last
+    iteration and factored in place there: no new (m, m) array an iteration; the factor is
+    S's at each of two iterates."""
+    Phi, y, K = random_problem(2, L=12, M=7, K=3)
+    op = MulticlassOperator(Phi, y, K)
+    lp = hinge_ipm._HingeLP(op, make_penalty(pen, grp, 7, K), "reg", 1.5)
+    assembled = []
+    gram_rows = hinge_ipm._HingeLP._gram_rows
+
+    def spy(self, *args):
+        out = gram_rows(self, *args)
+        assembled.append(out.copy())
+        return out
+
+    monkeypatch.setattr(hinge_ipm._HingeLP, "_gram_rows", spy)
+    rng = np.random.default_rng(3)
+    arrays = []
+    for _ in range(2):
+        v = _random_iterate(lp, rng, spread=4)
+        lp.factor(v)
+        S = assembled[-1]
+        assert not np.triu(S, 1).any()  # the lower triangle alone
+        arrays.append(lp._S)
+        assert np.shares_memory(lp.chol, lp._S)
+        S[np.diag_indices_from(S)] += v["sh"] / v["yh"]
+        S[np.diag_indices_from(S)] *= 1.0 + hinge_ipm.REGULARISATION
+        S = np.tril(S) + np.tril(S, -1).T
+        np.testing.assert_allclose(lp.chol @ lp.chol.T, S, rtol=1e-10,
+                                   atol=1e-12 * np.abs(S).max())
+    assert arrays[0] is arrays[1]
+
+
 def test_border_wider_than_the_hinge_rows_waits_for_an_inaccurate_direction(random_problem):
     """A border wider than the L(K - 1) hinge rows (its own factor would cost more than S's) is
     left out (``border_cut``), up to BORDER_MAX once the limit is raised (both factors solve

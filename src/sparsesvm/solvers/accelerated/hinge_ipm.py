@@ -24,12 +24,14 @@ identity, which leaves the symmetric positive definite matrix
 
     S = A_W P^{-1} A_W^T + diag(s / y)      (L(K-1) rows)
 
-to factor (Cholesky). ``A_W P^{-1} A_W^T`` is assembled from the K class Gram matrices
+to factor (Cholesky, ``S = C C^T``, in place in the array S was assembled in, which each
+iteration reuses). ``A_W P^{-1} A_W^T`` is assembled from the K class Gram matrices
 ``Phi diag(d_c) Phi^T`` (BLAS ``syrk``) by the hinge rows' difference pattern
-``e_k - e_{z_l}``, and the groups' rank-one terms. A *border* of columns is solved apart
-through S, in a small dense system F: the hinge values xi and the biases (the biases have a
-common-shift null direction, closed by a rank-one term), and, once they stand out, the
-weights of the groups with the largest bounds (at most :data:`BORDER_MAX`): near the
+``e_k - e_{z_l}``, and the groups' rank-one terms. A *border* of columns B is solved apart
+through S, in a small dense system ``F = V^T V + E`` (``V = C^{-1} B``, which also lets a
+solve make one substitution through C each way): the hinge values xi and the biases (the
+biases have a common-shift null direction, closed by a rank-one term), and, once they stand
+out, the weights of the groups with the largest bounds (at most :data:`BORDER_MAX`): near the
 optimum their arrow blocks are nearly singular (a weight at its group's bound moves freely
 with the bound) and through P^{-1} the Woodbury identity cancelled huge terms (measured on
 6f70625 at tol 1e-7, ``bench_family.py``'s l1 rows: without the border the iterations stop
@@ -177,6 +179,9 @@ class _Structure:
     B0 : ndarray (m, L + K)
         The hinge rows' columns of xi and of the biases (``e_k - e_{z_l}``): the border's
         fixed part.
+    xi_blocks : list of (int, int)
+        The first sample of each block of samples of the border's forward solve, with its
+        first hinge row, then ``(L, m)`` (:meth:`_HingeLP._forward_border`).
     """
 
     def __init__(self, op, geo):
@@ -333,7 +338,8 @@ class _HingeLP:
                 full += Qs @ Qs.T
                 return np.asarray(st.C @ np.asarray(st.C @ full).T)
         # into the (m, m) array of the last iteration, whose factor it became: a new one
-        # each time cost its first writes' page faults (0.2-0.3 s an iteration at m = 4500)
+        # each time paid its first writes' page faults (at m = 4500 the assembly took 0.16 s
+        # an iteration so, 0.04 s now: README, "The iteration's linear algebra")
         m = len(st.li)
         if self._S is None:
             self._S = np.zeros((m, m))
@@ -377,8 +383,8 @@ class _HingeLP:
         S[np.diag_indices_from(S)] += v["sh"] / v["yh"]
         S[np.diag_indices_from(S)] *= 1.0 + REGULARISATION
         # S is symmetric (or holds its lower triangle only) and C-ordered: its transpose is
-        # the Fortran-ordered array LAPACK factors in place (S itself would be copied first,
-        # 0.1-0.4 s at m = 4500), into the upper factor C^T
+        # the Fortran-ordered array LAPACK factors in place, into the upper factor C^T (S
+        # itself would be copied first: 0.1-0.5 s more at m = 4500, README)
         chol = sl.cholesky(S.T, lower=False, overwrite_a=True, check_finite=False).T
         self.chol = chol
         B, E = self._border(a, c, 4.0 * d1 * d2)
