@@ -888,17 +888,24 @@ class _FakeEngine:
         self.converged = self.finished = gap == 0.0
 
 
-def _portfolio_of_fakes(random_problem, monkeypatch, cg_gaps, pdhg_gaps, penalty=("l1", None)):
+def _portfolio_of_fakes(random_problem, monkeypatch, cg_gaps, pdhg_gaps, penalty=("l1", None),
+                        second="pdhg"):
     """The portfolio (first slice 0.01 s) run on scripted engines with these gaps: (result,
     the engines' runs in order; the first turn of the engine other than column generation is
-    two runs of half the slice each)."""
+    two runs of half the slice each). ``second="ipm"``: the second engine is the interior
+    point's lane (predicted 0.025 s: the same first slice), with the gaps ``pdhg_gaps``."""
     Phi, y, K = random_problem(1, M=6)
     shape = ((7, K), (len(y), K))
     order = []
     monkeypatch.setattr(acc, "PORTFOLIO_FIRST_SLICE", 0.01)
-    monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", -1.0)  # PDHG, the second engine
     monkeypatch.setattr(acc, "_ColumnGeneration",
                         lambda *a, **k: _FakeEngine("cg", cg_gaps, order, shape, k["clock"]))
+    if second == "ipm":
+        monkeypatch.setattr(acc, "_ipm_predicted", lambda op, geo: 0.025)
+        monkeypatch.setattr(acc, "_interior_point",
+                            lambda *a, **k: _FakeEngine("ipm", pdhg_gaps, order, shape, k["clock"]))
+    else:
+        monkeypatch.setattr(acc, "PORTFOLIO_IPM_MAX_S", -1.0)  # PDHG, the second engine
     monkeypatch.setattr(acc, "_WorkingSet", lambda *a, **k: _FakeEngine("pdhg", pdhg_gaps, order, shape))
     return acc.hinge_reg(Phi, y, K, *penalty, lam=1.0, inner="portfolio"), order
 
@@ -959,6 +966,38 @@ def test_portfolio_extends_the_turn_of_an_engine_predicted_to_finish(random_prob
         assert r.converged and r.settings["engine"] == "pdhg"
         # the extension is bounded: PORTFOLIO_EXTEND_CAP times the allotment of 0.02 s
         assert r.settings["engine_work"]["pdhg"] <= acc.PORTFOLIO_EXTEND_CAP * 0.02 + 1e-12
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_portfolio_gives_an_interior_point_whose_gap_falls_the_first_turn(random_problem,
+                                                                          monkeypatch, first):
+    """From the second pair of turns on, the interior point goes first once its gap fell
+    within a turn, though column generation leads on the gap (PORTFOLIO_IPM_FIRST); without
+    the rule the smaller gap goes first. Its gap falls too slowly for an extension here."""
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST", first)
+    r, order = _portfolio_of_fakes(random_problem, monkeypatch, [0.5, 0.4, 0.3, 0.2],
+                                   [1.0, 0.9, 0.8, 0.0], second="ipm")
+    expect = (["cg", "ipm", "ipm", "ipm", "cg", "ipm"] if first
+              else ["cg", "ipm", "ipm", "cg", "ipm", "cg", "ipm"])
+    assert order == expect
+    assert r.converged and r.settings["engine"] == "ipm"
+
+
+@pytest.mark.parametrize("extend", [1.0, 1.25])
+def test_portfolio_extends_the_interior_points_turn_by_its_own_factor(random_problem,
+                                                                      monkeypatch, extend):
+    """The interior point's gap, at the rate it fell in the second half of its first turn,
+    meets tol (1e-4) in 0.0112 s, its own time so far 0.01 s: it keeps its turn with
+    PORTFOLIO_EXTEND_IPM = 1.25 and certifies; with 1.0 column generation, which leads on
+    the gap, takes the next turn first (PORTFOLIO_IPM_FIRST off: the gap decides)."""
+    monkeypatch.setattr(acc, "PORTFOLIO_IPM_FIRST", False)
+    monkeypatch.setattr(acc, "PORTFOLIO_EXTEND_IPM", extend)
+    g2 = 1e-4 * np.exp(2.24 * np.log(10.0))  # ln(g2 / tol) / (ln 10 / 0.005) = 0.0112 s
+    r, order = _portfolio_of_fakes(random_problem, monkeypatch, [0.01, 0.009, 0.008],
+                                   [10.0 * g2, g2, 0.0], second="ipm")
+    expect = ["cg", "ipm", "ipm", "ipm"] if extend > 1.12 else ["cg", "ipm", "ipm", "cg", "ipm"]
+    assert order == expect
+    assert r.converged and r.settings["engine"] == "ipm"
 
 
 @pytest.mark.skipif(highs.highspy is None, reason="HiGHS' incremental interface is not installed")

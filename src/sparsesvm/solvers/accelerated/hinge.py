@@ -64,8 +64,10 @@ full rank) and HiGHS' incremental interface is there, ``"dcd"`` otherwise):
   :data:`L12_CG_MAX_GROUP` entries, see :data:`L12_CG_MAX_GROUP_WIDE`), then turns that double each
   engine's total time, each engine resuming where
   it paused, and an engine whose certified gap falls fast enough to meet ``tol`` soon
-  keeps its turn (:data:`PORTFOLIO_EXTEND`; the first turn of the engine other than column
-  generation is run in two halves, so that its rate is known at its end), while PDHG,
+  keeps its turn (:data:`PORTFOLIO_EXTEND`, :data:`PORTFOLIO_EXTEND_IPM`; the first turn of
+  the engine other than column generation is run in two halves, so that its rate is known at
+  its end), the interior point goes first once its gap fell (:data:`PORTFOLIO_IPM_FIRST`),
+  while PDHG,
   trailing, whose gap predicts a finish
   long after column generation's time so far runs only a share of that time
   (:data:`PORTFOLIO_SLOW`); the first to certify ``tol`` gives the result. The turns are
@@ -241,6 +243,16 @@ PORTFOLIO_IPM_HEAD = 0.2
 #: finish; column generation's stays high until it drops at once, and seldom predicts it
 PORTFOLIO_EXTEND = 1.0
 PORTFOLIO_EXTEND_CAP = 8.0
+#: ... and for the interior point, which from its second pair of turns on goes first once its
+#: gap fell within a turn (_turn_order), PORTFOLIO_EXTEND_IPM times its time so far: its
+#: iterations' gap falls at a steady rate to the end, like PDHG's, and it has no rule such as
+#: PDHG's hold-back (PORTFOLIO_SLOW). Measured (benchmarks/bench_family.py's 99 rows, each
+#: with and without both in one process, the README): on the MNIST-like 500-image l1,inf
+#: hinge-con row column generation's second turn (16.6 s) came before the interior point
+#: could finish (24.4 s predicted at 20.5 s of its own), with both it ended in 8.0 s; either
+#: alone changed nothing there
+PORTFOLIO_EXTEND_IPM = 1.25
+PORTFOLIO_IPM_FIRST = True
 
 #: inner="portfolio": PDHG, trailing on the certified gap, whose gap at the rate it fell since
 #: its previous turn would reach tol only after more than PORTFOLIO_SLOW times the leading
@@ -622,6 +634,19 @@ class _Lane:
         return self.recorder.off_clock(fn)
 
 
+def _turn_order(lanes, tol):
+    """The sort key of the portfolio's lanes ``(lane, engine)`` at a pair of turns: the engine
+    with the smaller certified gap first (column generation first before any), but the
+    interior point first once its gap fell within a turn (:data:`PORTFOLIO_IPM_FIRST`)."""
+    def key(le):
+        lane, eng = le
+        lead = (PORTFOLIO_IPM_FIRST and lane.name == "ipm"
+                and np.isfinite(lane.predicted(tol)))
+        return (not lead, eng.best.rel_gap if eng.best is not None else np.inf)
+
+    return key
+
+
 class _Portfolio:
     """Column generation and working-set PDHG in turns (inner="portfolio"; l1, l12, l1inf).
 
@@ -637,7 +662,8 @@ class _Portfolio:
     where it paused (column generation after its last round, PDHG from its iteration
     state), so that each makes the iterates it makes alone. In each pair of turns the
     engine with the smaller certified gap
-    goes first (column generation before any gap), so if the faster engine
+    goes first (column generation before any gap; the interior point, once its gap fell
+    within a turn, whatever the gaps: :data:`PORTFOLIO_IPM_FIRST`), so if the faster engine
     alone needs t seconds, the portfolio needs about 2 t when that engine also
     leads on the gap (3 t at most when it trails until its last turn), plus
     the first slice and the turns' overshoot (a round of column generation, its master
@@ -647,7 +673,7 @@ class _Portfolio:
     generation's is not: its rate says little, and when its master LPs still paused inside a
     turn, a pause there changed the rounds that followed, 46 to 84 on the News20-like l1,2
     hinge-reg@2 row of ``benchmarks/bench_family.py``, in a development run), would meet ``tol`` within
-    :data:`PORTFOLIO_EXTEND` times
+    :data:`PORTFOLIO_EXTEND` times (the interior point: :data:`PORTFOLIO_EXTEND_IPM`)
     its time so far keeps its turn, in steps of at least that time, up to
     :data:`PORTFOLIO_EXTEND_CAP` times the allotment: then the other engine does not get
     its next turn first (PDHG's gap falls steadily, so the prediction holds for it; measured
@@ -739,9 +765,9 @@ class _Portfolio:
         allot = max(float(first), 1e-3)
         done = None
         while done is None and not all(eng.finished for _, eng in lanes):
-            # the engine nearer to tol (smaller certified gap) first: it is likelier to finish
-            # within its turn, before the other spends the new allotment
-            lanes.sort(key=lambda le: le[1].best.rel_gap if le[1].best is not None else np.inf)
+            # the engine nearer to tol first: it is likelier to finish within its turn, before
+            # the other spends the new allotment (_turn_order)
+            lanes.sort(key=_turn_order(lanes, tol))
             for i, (lane, eng) in enumerate(lanes):
                 target = allot
                 if lane.name == "pdhg" and lanes[0][0] is cg_lane:
@@ -755,7 +781,8 @@ class _Portfolio:
                 cap = PORTFOLIO_EXTEND_CAP * allot
                 while not (eng.finished or WALL.past(deadline)) and lane.spent < cap:
                     left = lane.predicted(tol)  # near tol and falling fast: the turn goes on
-                    if not left <= PORTFOLIO_EXTEND * lane.spent:
+                    extend = PORTFOLIO_EXTEND_IPM if lane.name == "ipm" else PORTFOLIO_EXTEND
+                    if not left <= extend * lane.spent:
                         break
                     lane.run(eng, clock.now() + min(max(left, lane.spent), cap - lane.spent))
                 if eng.converged:
