@@ -246,11 +246,12 @@ PORTFOLIO_EXTEND_CAP = 8.0
 #: ... and for the interior point, which from its second pair of turns on goes first once its
 #: gap fell within a turn (_turn_order), PORTFOLIO_EXTEND_IPM times its time so far: its
 #: iterations' gap falls at a steady rate to the end, like PDHG's, and it has no rule such as
-#: PDHG's hold-back (PORTFOLIO_SLOW). Measured (benchmarks/bench_family.py's 99 rows, each
-#: with and without both in one process, the README): on the MNIST-like 500-image l1,inf
-#: hinge-con row column generation's second turn (16.6 s) came before the interior point
-#: could finish (24.4 s predicted at 20.5 s of its own), with both it ended in 8.0 s; either
-#: alone changed nothing there
+#: PDHG's hold-back (PORTFOLIO_SLOW). Measured (benchmarks/bench_family.py's rows, each with
+#: and without both in one process, the README): on the MNIST-like 500-image l1,inf
+#: hinge-con row column generation's second turn (16.2 s) came before the interior point
+#: could finish (24.4 s predicted at 20.5 s of its own), with both it ended at 7.8 s (the row
+#: 51.5 -> 42.5 s); either alone changed nothing there, and the other rows kept their engines
+#: and iterations
 PORTFOLIO_EXTEND_IPM = 1.25
 PORTFOLIO_IPM_FIRST = True
 
@@ -634,7 +635,7 @@ class _Lane:
         return self.recorder.off_clock(fn)
 
 
-def _turn_order(lanes, tol):
+def _turn_order(tol):
     """The sort key of the portfolio's lanes ``(lane, engine)`` at a pair of turns: the engine
     with the smaller certified gap first (column generation first before any), but the
     interior point first once its gap fell within a turn (:data:`PORTFOLIO_IPM_FIRST`)."""
@@ -767,7 +768,7 @@ class _Portfolio:
         while done is None and not all(eng.finished for _, eng in lanes):
             # the engine nearer to tol first: it is likelier to finish within its turn, before
             # the other spends the new allotment (_turn_order)
-            lanes.sort(key=_turn_order(lanes, tol))
+            lanes.sort(key=_turn_order(tol))
             for i, (lane, eng) in enumerate(lanes):
                 target = allot
                 if lane.name == "pdhg" and lanes[0][0] is cg_lane:
