@@ -587,10 +587,15 @@ def _ipm_predicted(op, geo):
 class _Lane:
     """One engine's view of the portfolio's :class:`_Recorder`: it counts the engine's own
     iterations, and passes on a certificate only when it improves on the best one of
-    the portfolio so far (the history is that of the portfolio's best point)."""
+    the portfolio so far (the history is that of the portfolio's best point).
+    ``extend``: the multiple of its own time so far within which a predicted finish keeps
+    its turn (:data:`PORTFOLIO_EXTEND` by default); ``leads``: it takes the first turn of a
+    pair once its gap fell within a turn, whatever the gaps (:func:`_turn_order`)."""
 
-    def __init__(self, name, recorder, shared, clock):
+    def __init__(self, name, recorder, shared, clock, extend=None, leads=False):
         self.name, self.recorder, self.shared, self.clock = name, recorder, shared, clock
+        self.extend = PORTFOLIO_EXTEND if extend is None else extend
+        self.leads = leads
         self.trace = recorder.trace
         self.n_done = 0
         self.spent = 0.0  # the engine's seconds on the portfolio's clock
@@ -637,12 +642,12 @@ class _Lane:
 
 def _turn_order(tol):
     """The sort key of the portfolio's lanes ``(lane, engine)`` at a pair of turns: the engine
-    with the smaller certified gap first (column generation first before any), but the
-    interior point first once its gap fell within a turn (:data:`PORTFOLIO_IPM_FIRST`)."""
+    with the smaller certified gap first (column generation first before any), but a lane
+    that ``leads`` (the interior point's, :data:`PORTFOLIO_IPM_FIRST`) first once its gap
+    fell within a turn."""
     def key(le):
         lane, eng = le
-        lead = (PORTFOLIO_IPM_FIRST and lane.name == "ipm"
-                and np.isfinite(lane.predicted(tol)))
+        lead = lane.leads and np.isfinite(lane.predicted(tol))
         return (not lead, eng.best.rel_gap if eng.best is not None else np.inf)
 
     return key
@@ -752,7 +757,8 @@ class _Portfolio:
         first = PORTFOLIO_FIRST_SLICE
         predicted = _ipm_predicted(op, geo)
         if predicted <= PORTFOLIO_IPM_MAX_S:  # the interior point in PDHG's place
-            lane = _Lane("ipm", recorder, shared, clock)
+            lane = _Lane("ipm", recorder, shared, clock, extend=PORTFOLIO_EXTEND_IPM,
+                         leads=PORTFOLIO_IPM_FIRST)
             second = (lane, _interior_point(op, geo, kind, par, tol, max_iter, deadline,
                                             lane.engine_record, clock=clock))
             first = max(min(first, PORTFOLIO_IPM_FIRST_SHARE * predicted),
@@ -782,8 +788,7 @@ class _Portfolio:
                 cap = PORTFOLIO_EXTEND_CAP * allot
                 while not (eng.finished or WALL.past(deadline)) and lane.spent < cap:
                     left = lane.predicted(tol)  # near tol and falling fast: the turn goes on
-                    extend = PORTFOLIO_EXTEND_IPM if lane.name == "ipm" else PORTFOLIO_EXTEND
-                    if not left <= extend * lane.spent:
+                    if not left <= lane.extend * lane.spent:
                         break
                     lane.run(eng, clock.now() + min(max(left, lane.spent), cap - lane.spent))
                 if eng.converged:
