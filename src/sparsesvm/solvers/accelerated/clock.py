@@ -67,11 +67,11 @@ DENSE_IPM_PAIR_S = 2.1e-8
 #: products: a fixed part, per multiply-add (:func:`.hinge_ipm.iteration_madds`), per entry of
 #: its L(K-1)-square matrix S and per weight (``calibrate_work_clock.py --ipm-only``: the
 #: first 12 iterations of 33 runs on dense noisy problems of 30-400 samples, 300-7129
-#: features, 3-10 classes, l1 and l1,inf with blocks of 10 and across classes; refitted on
+#: features, 3-10 classes, l1 and l1,inf with blocks of 10 and across classes; fitted on
 #: 7240435, whose S is assembled into the array of the last iteration and factored in place
-#: and whose solves take one substitution each way: 2.06e-3, 5.65e-11, 8.44e-9, 3.09e-7,
-#: against 1.80e-3, 6.33e-11, 1.69e-8, 3.17e-7 for the previous code, d3c2d4a, in the same
-#: session, whose prices, fitted on 121a724, were 2.22e-3, 6.44e-11, 1.48e-8, 2.84e-7)
+#: and whose solves take one substitution each way, as here; the README gives the same
+#: command's fit on this version and on the code before, whose prices, fitted on 121a724,
+#: were 2.22e-3, 6.44e-11, 1.48e-8, 2.84e-7)
 HINGE_IPM_ITER_S = 2.06e-3
 HINGE_IPM_MADD_S = 5.65e-11
 HINGE_IPM_ENTRY_S = 8.44e-9

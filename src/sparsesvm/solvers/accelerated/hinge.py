@@ -248,10 +248,10 @@ PORTFOLIO_EXTEND_CAP = 8.0
 #: iterations' gap falls at a steady rate to the end, like PDHG's, and it has no rule such as
 #: PDHG's hold-back (PORTFOLIO_SLOW). Measured (benchmarks/bench_family.py's rows, each with
 #: and without both in one process, the README): on the MNIST-like 500-image l1,inf
-#: hinge-con row column generation's second turn (16.2 s) came before the interior point
-#: could finish (24.4 s predicted at 20.5 s of its own), with both it ended at 7.8 s (the row
-#: 51.5 -> 42.5 s); either alone changed nothing there, and the other rows kept their engines
-#: and iterations
+#: hinge-con row without them column generation took a second turn before the interior point
+#: could finish (24.4 s predicted at 20.5 s of its own); with both, column generation's time
+#: 16.2 -> 7.4 s, the row 51.8 -> 42.1 s; either alone does not cut that turn, and the other 71
+#: rows measured kept their engines and iterations
 PORTFOLIO_EXTEND_IPM = 1.25
 PORTFOLIO_IPM_FIRST = True
 

@@ -338,7 +338,7 @@ class _HingeLP:
                 full += Qs @ Qs.T
                 return np.asarray(st.C @ np.asarray(st.C @ full).T)
         # into the (m, m) array of the last iteration, whose factor it became: a new one
-        # each time paid its first writes' page faults (at m = 4500 the assembly took 0.16 s
+        # each time paid its first writes' page faults (at m = 4500 the assembly took 0.15 s
         # an iteration so, 0.04 s now: README, "The iteration's linear algebra")
         m = len(st.li)
         if self._S is None:
@@ -384,7 +384,7 @@ class _HingeLP:
         S[np.diag_indices_from(S)] *= 1.0 + REGULARISATION
         # S is symmetric (or holds its lower triangle only) and C-ordered: its transpose is
         # the Fortran-ordered array LAPACK factors in place, into the upper factor C^T (S
-        # itself would be copied first: 0.1-0.5 s more at m = 4500, README)
+        # itself would be copied first: 0.1-0.4 s more at m = 4500, README)
         chol = sl.cholesky(S.T, lower=False, overwrite_a=True, check_finite=False).T
         self.chol = chol
         B, E = self._border(a, c, 4.0 * d1 * d2)
