@@ -509,6 +509,10 @@ def test_sparse_step_is_the_product_then_the_step(name, groups, K):
         np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15 * np.abs(want).max())
         assert nn == pytest.approx(nn_want, rel=1e-12, abs=1e-300)
         assert cross == pytest.approx(cross_want, rel=1e-10, abs=1e-12)
+        # and against numpy's inner products of what it wrote (the l1,2 rows' terms summed
+        # by class)
+        assert nn == pytest.approx(float(np.vdot(out, out)), rel=1e-12, abs=1e-300)
+        assert cross == pytest.approx(float(np.vdot(out, X)), rel=1e-10, abs=1e-12)
         np.testing.assert_array_equal(rows, out.any(axis=1) | (np.arange(M + 1) == M))
         if name == "l12":
             assert np.all(out[rows == 0] == 0.0) and not np.signbit(out[rows == 0]).any()

@@ -807,8 +807,9 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
     back: the values of :func:`csr_product` followed by :func:`step` (the rows of ``A G``
     summed in the same order, the shift rounded as step's contraction rounds it; an l1,2
     row's sum of squares in row order, which step's compiled loop may reassociate: its
-    last bit, hence the row's, may differ; the two inner products too). Four l1,2 rows at
-    a time, their sums of squares in four independent chains.
+    last bit, hence the row's, may differ; the two inner products too: for l1,2 rows each
+    class's terms are summed down the rows, then the K sums). Four l1,2 rows at a time,
+    their sums of squares in four independent chains.
 
     ``rows`` (M + 1,) marks the rows of ``out``: 0 where the row holds zeros this kernel
     wrote, 1 elsewhere; the kernel updates it (the bias row stays 1). An l1,2 row shrunk to
@@ -848,6 +849,12 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
         gn[i] = np.sqrt(s)
     nn = 0.0
     cross = 0.0
+    # l1,2 rows: the inner products' terms summed by class down the rows, then over the
+    # classes (K independent sums, which the loop over a row's entries vectorises without a
+    # fast-math flag; a sum per row, two chains of dependent additions, took 1.2 times as
+    # long on E3's logit states, whose rows are mostly non-zero: README, "E3's row scaling")
+    nk = np.zeros(X.shape[1])
+    ck = np.zeros(X.shape[1])
     r = np.uint64(0)
     while r <= M:
         # rows of A G, as csr_product sums them, and the shifted point: up to four l1,2 rows
@@ -947,13 +954,14 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
                     rows[rj] = 0
                 continue
             rows[rj] = 1
-            n0 = c0 = 0.0
-            # a row of X marked 0 holds +0.0: its terms of <out, X> add +0 (the same bits)
+            # the two inner products' terms into the running sums of their class (a row of X
+            # marked 0 holds +0.0: its terms of <out, X> add +0)
             for k in range(K):
                 w = u[at + k] * sc
                 o[base + k] = w
-                n0 += w * w
-                c0 += w * x[base + k]
-            nn += n0
-            cross += c0
+                nk[k] += w * w
+                ck[k] += w * x[base + k]
+    for k in range(K):
+        nn += nk[k]
+        cross += ck[k]
     return nn, cross
