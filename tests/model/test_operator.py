@@ -709,6 +709,28 @@ def test_compiled_sparse_products_do_not_change_a_fit(monkeypatch, name):
         np.testing.assert_allclose(rowwise.X, plain.X, rtol=1e-9, atol=1e-12 * np.abs(plain.X).max())
 
 
+def test_rows_step_whatever_product_the_timing_chose():
+    """The row-by-row step is taken wherever the compiled sparse products are loaded, not only
+    where the timing of the product alone chose the compiled one (T_adjoint keeps that choice):
+    a timing that narrowly prefers scipy's product would otherwise switch off the step that
+    settles zero rows (several times the time per iteration at E3's supports)."""
+    pytest.importorskip("numba")
+    Phi, y = make_problem(60, 2500, 5, seed=2, density=0.03)
+    op = MulticlassOperator(Phi, y, 5).prepare()
+    assert op.products.compiled
+    Y = np.random.default_rng(0).standard_normal((60, 5))
+    for use in (True, False):
+        op.products.use = {"forward": use, "adjoint": use}
+        rows = op.T_adjoint_rows(Y)
+        assert rows is not None
+        (indptr, indices, data), G = rows
+        A = sp.csr_matrix((data, indices, indptr), shape=(2501, 60))
+        np.testing.assert_allclose(A @ G, op.T_adjoint(Y), rtol=1e-12, atol=1e-12)
+    op = MulticlassOperator(Phi, y, 5)
+    op.products.compiled = False  # scipy's products only: no row-by-row step
+    assert op.prepare().T_adjoint_rows(Y) is None
+
+
 # --------------------------------------------------------------------------- unused features
 
 def test_restricted_operator_is_the_full_one_on_the_kept_features():

@@ -1108,12 +1108,16 @@ class MulticlassOperator:
     def T_adjoint_rows(self, Y):
         """``T^T Y`` left for a kernel to form row by row, where that serves.
 
-        For a sparse ``Phi`` whose adjoint runs compiled (float64 products, :meth:`prepare`
-        chose the compiled product: :attr:`SparseProducts.use`), the CSR arrays of ``[Phi^T;
-        1^T]`` and ``G`` (``Y`` with ``G[l, z_l] = Y[l, z_l] - sum_k Y[l, k]``): row m of
-        ``T^T Y`` is ``A[m] @ G``. :func:`sparsesvm.solvers._kernels.sparse_step` takes them
-        and never stores the (M + 1, K) product. None otherwise (the caller uses
-        :meth:`T_adjoint`).
+        For a sparse ``Phi`` with float64 products whose compiled products :meth:`prepare`
+        loaded (:attr:`SparseProducts.compiled`), the CSR arrays of ``[Phi^T; 1^T]`` and ``G``
+        (``Y`` with ``G[l, z_l] = Y[l, z_l] - sum_k Y[l, k]``): row m of ``T^T Y`` is ``A[m]
+        @ G``. :func:`sparsesvm.solvers._kernels.sparse_step` takes them and never stores the
+        (M + 1, K) product. None otherwise (the caller uses :meth:`T_adjoint`). Whichever
+        product the timing of :meth:`SparseProducts.tune` chose for :meth:`T_adjoint`: that
+        times the product alone at a quarter density, where the row-by-row step also saves
+        the product's pass over memory and the rows it settles without their sums (on E3's
+        problems the timing chose scipy's product in about one process of three at L =
+        100, and those fits ran 1.4-4.8 times as long; README, "E3's row path").
 
         Parameters
         ----------
@@ -1125,7 +1129,7 @@ class MulticlassOperator:
             ``indptr`` and ``indices`` uint64, ``data`` float64, ``G`` a new C-ordered
             float64 array of shape (n_samples, n_classes).
         """
-        if not (self._sparse and self.dtype == np.float64 and self.products.use["adjoint"]):
+        if not (self._sparse and self.dtype == np.float64 and self.products.compiled):
             return None
         G, _ = self._adjoint_input(Y)
         return self.products.arrays, G
