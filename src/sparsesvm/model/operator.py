@@ -1114,10 +1114,10 @@ class MulticlassOperator:
         @ G``. :func:`sparsesvm.solvers._kernels.sparse_step` takes them and never stores the
         (M + 1, K) product. None otherwise (the caller uses :meth:`T_adjoint`). Whichever
         product the timing of :meth:`SparseProducts.tune` chose for :meth:`T_adjoint`: that
-        times the product alone at a quarter density, where the row-by-row step also saves
-        the product's pass over memory and the rows it settles without their sums (on E3's
-        problems the timing chose scipy's product in about one process of three at L =
-        100, and those fits ran 1.4-4.8 times as long; README, "E3's row path").
+        times the product alone, where the row-by-row step also saves the product's pass over
+        memory and the rows it settles without their sums, and at E3's L = 100 the two
+        products' times are close enough for the timing to go either way (README, "E3's row
+        path whatever the product's timing").
 
         Parameters
         ----------

@@ -807,9 +807,9 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
     back: the values of :func:`csr_product` followed by :func:`step` (the rows of ``A G``
     summed in the same order, the shift rounded as step's contraction rounds it; an l1,2
     row's sum of squares in row order, which step's compiled loop may reassociate: its
-    last bit, hence the row's, may differ; the two inner products too: for l1,2 rows each
-    class's terms are summed down the rows, then the K sums). Four l1,2 rows at a time,
-    their sums of squares in four independent chains.
+    last bit, hence the row's, may differ; the two inner products too: each class's terms
+    are summed down the rows, then the K sums). Four l1,2 rows at a time, their sums of
+    squares in four independent chains.
 
     ``rows`` (M + 1,) marks the rows of ``out``: 0 where the row holds zeros this kernel
     wrote, 1 elsewhere; the kernel updates it (the bias row stays 1). An l1,2 row shrunk to
@@ -847,12 +847,10 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
         for k in range(K):
             s += g[i * K + k] * g[i * K + k]
         gn[i] = np.sqrt(s)
-    nn = 0.0
-    cross = 0.0
-    # l1,2 rows: the inner products' terms summed by class down the rows, then over the
-    # classes (K independent sums, which the loop over a row's entries vectorises without a
-    # fast-math flag; a sum per row, two chains of dependent additions, took 1.2 times as
-    # long on E3's logit states, whose rows are mostly non-zero: README, "E3's row scaling")
+    # the two inner products' terms summed by class down the rows, then over the classes: K
+    # independent sums, which the loop over a row's entries vectorises without a fast-math
+    # flag (a sum per row is a chain of dependent additions; README, "E3's row path
+    # whatever the product's timing, and its inner products")
     nk = np.zeros(X.shape[1])
     ck = np.zeros(X.shape[1])
     r = np.uint64(0)
@@ -914,16 +912,13 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
                     m = max(m, w)
                 sc = group_scale(kind, tau, s, m, a, X.shape[1])
             nonzero = rr == M
-            n0 = c0 = 0.0
             for k in range(K):
                 w = u[k] if rr == M else apply(kind, u[k], sc, tau)
                 o[base + k] = w
-                n0 += w * w
-                c0 += w * x[base + k]
+                nk[k] += w * w
+                ck[k] += w * x[base + k]
                 nonzero |= w != 0.0
             rows[rr] = nonzero
-            nn += n0
-            cross += c0
             continue
         # l1,2: each row's sum of squares (in row order, a chain per row) and shrink factor;
         # a row shrunk to 0 is zeros
@@ -954,13 +949,14 @@ def csr_step(indptr, indices, data, G, X, tau, kind, out, rows, xrows):
                     rows[rj] = 0
                 continue
             rows[rj] = 1
-            # the two inner products' terms into the running sums of their class (a row of X
-            # marked 0 holds +0.0: its terms of <out, X> add +0)
+            # a row of X marked 0 holds +0.0: its terms of <out, X> add +0
             for k in range(K):
                 w = u[at + k] * sc
                 o[base + k] = w
                 nk[k] += w * w
                 ck[k] += w * x[base + k]
+    nn = 0.0
+    cross = 0.0
     for k in range(K):
         nn += nk[k]
         cross += ck[k]
